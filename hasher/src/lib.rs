@@ -1,0 +1,85 @@
+//! Hashers for Canopy's Merkle trees.
+//!
+//! A tree needs three things from its hash: the node type, how two children combine into their
+//! parent, and the value of an empty leaf. [`Hasher`] is exactly that, with the bounds on the node
+//! type stated once. Persistent trees also need a canonical byte form: [`DigestCodec`], whose
+//! decoder never panics and rejects non-canonical bytes with a typed [`DecodeError`].
+//!
+//! ```text
+//!                 root = hash_pair(n0, n1)
+//!               /                          \
+//!    n0 = hash_pair(l0, l1)       n1 = hash_pair(l2, l3)
+//!        /        \                  /        \
+//!      l0          l1              l2     l3 = empty_leaf()
+//! ```
+//!
+//! Two hashers ship here:
+//! - [`PoseidonHasher`] (feature `poseidon`): circomlib-compatible Poseidon over BN254, the hash
+//!   of RLN membership trees, bit-for-bit what zerokit computes. [`poseidon()`] hashes 1..=12 field
+//!   elements for the RLN primitives.
+//! - [`Keccak256Hasher`] (feature `keccak`): Keccak-256 over 32-byte nodes, for users outside the
+//!   ZK field and as a cheap reference in benchmarks.
+//!
+//! ```
+//! use hasher::{DigestCodec, Hasher, PoseidonHasher};
+//! use ark_bn254::Fr;
+//!
+//! let parent = PoseidonHasher::hash_pair(&Fr::from(1u64), &Fr::from(2u64));
+//! let mut bytes = [0u8; 32];
+//! PoseidonHasher::encode(&parent, &mut bytes);
+//! assert_eq!(PoseidonHasher::decode(&bytes), Ok(parent));
+//! assert!(PoseidonHasher::decode(&[0xff; 32]).is_err()); // above the field modulus
+//! ```
+
+mod codec;
+#[cfg(feature = "keccak")]
+mod keccak;
+#[cfg(feature = "poseidon")]
+mod poseidon;
+
+pub use codec::{DecodeError, DigestCodec};
+#[cfg(feature = "keccak")]
+pub use keccak::Keccak256Hasher;
+#[cfg(feature = "poseidon")]
+pub use poseidon::{
+    fr_from_be_bytes, fr_from_le_bytes, fr_to_be_bytes, fr_to_le_bytes, poseidon, Fr,
+    PoseidonError, PoseidonHasher, POSEIDON_MAX_INPUTS,
+};
+
+/// A two-to-one hash for binary Merkle trees.
+///
+/// Implementors are zero-sized markers; every method is an associated function so trees can be
+/// generic without carrying a hasher value around. The bounds every tree needs on the node type
+/// live here, once.
+pub trait Hasher: Send + Sync + 'static {
+    /// The node (and leaf) value.
+    type Digest: Copy + Eq + Default + core::fmt::Debug + Send + Sync + 'static;
+
+    /// A stable identifier written into persistent stores, so a database built with one hasher
+    /// refuses to open with another.
+    const ID: &'static str;
+
+    /// Hashes a left and a right child into their parent.
+    fn hash_pair(left: &Self::Digest, right: &Self::Digest) -> Self::Digest;
+
+    /// The value of a leaf that holds nothing (zerokit's "default leaf").
+    fn empty_leaf() -> Self::Digest {
+        Self::Digest::default()
+    }
+
+    /// Hashes one level: `parents[i] = hash_pair(children[2i], children[2i + 1])`.
+    ///
+    /// This is the batch entry point the trees' rehash calls for every chunk of a level; a hasher
+    /// with a faster batched permutation overrides it. Extra children beyond `2 * parents.len()`
+    /// are ignored.
+    fn hash_level(children: &[Self::Digest], parents: &mut [Self::Digest]) {
+        for (parent, pair) in parents.iter_mut().zip(children.chunks_exact(2)) {
+            if let [left, right] = pair {
+                *parent = Self::hash_pair(left, right);
+            }
+        }
+    }
+}
+
+/// The node type of hasher `H`: the one projection alias the workspace uses.
+pub type Digest<H> = <H as Hasher>::Digest;
