@@ -1,4 +1,5 @@
 //! ns per `hash_pair` for each hasher (and zerokit's Poseidon for reference, same run).
+#![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use std::hint::black_box;
 

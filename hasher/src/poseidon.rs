@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 
-use ark_ff::{BigInteger, BigInt, PrimeField};
+use ark_ff::{BigInt, BigInteger, PrimeField};
 use light_poseidon::{Poseidon, PoseidonHasher as _};
 
 use crate::{DecodeError, DigestCodec, Hasher};

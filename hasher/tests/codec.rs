@@ -1,9 +1,10 @@
 //! Codec round trips and rejection of non-canonical bytes (property tests).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap
+
 use ark_ff::{BigInteger, PrimeField};
 use hasher::{
-    fr_from_be_bytes, fr_to_be_bytes, DecodeError, DigestCodec, Fr, Keccak256Hasher,
-    PoseidonHasher,
+    fr_from_be_bytes, fr_to_be_bytes, DecodeError, DigestCodec, Fr, Keccak256Hasher, PoseidonHasher,
 };
 use proptest::prelude::*;
 

@@ -1,5 +1,7 @@
 //! Known-answer vectors and a differential test against zerokit's independent Poseidon.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap
+
 use ark_std::{rand::SeedableRng, UniformRand};
 use hasher::{fr_from_be_bytes, fr_to_be_bytes, poseidon, Fr, Hasher, PoseidonHasher};
 
@@ -34,7 +36,11 @@ fn circomlib_known_answers() {
         ),
     ];
     for (inputs, want) in cases {
-        assert_eq!(poseidon(&ints(inputs)).unwrap(), fr(want), "inputs {inputs:?}");
+        assert_eq!(
+            poseidon(&ints(inputs)).unwrap(),
+            fr(want),
+            "inputs {inputs:?}"
+        );
     }
     assert_eq!(
         PoseidonHasher::hash_pair(&Fr::from(1u64), &Fr::from(2u64)),

@@ -1,1 +1,73 @@
-//! placeholder
+//! Fixed-depth binary Merkle trees with one batched mutation and parallel rehashing.
+//!
+//! ```text
+//! level 2 (root)              r
+//!                       /           \
+//! level 1            n0               n1
+//!                  /    \           /    \
+//! level 0        l0      l1       l2      l3      (leaves; index 0..capacity)
+//!                ^ next_index = 3 after writing l0..l2; deleting l1 keeps it at 3
+//! ```
+//!
+//! Glossary:
+//! - **depth**: levels above the leaves ([`Depth`], 1..=[`MAX_DEPTH`]); **capacity** = `2^depth`.
+//! - **level**: height above the leaves, 0 = leaves, `depth` = root ([`NodeAddr`]).
+//! - **index**: a node's position from the left within its level (`u64`).
+//! - **`next_index`**: one past the highest leaf ever written (zerokit's `leaves_set`); deletes
+//!   reset a leaf to the empty leaf without lowering it.
+//!
+//! Every tree implements [`MerkleTree`], whose one mutating method applies an [`UpdateBatch`];
+//! `set`, `set_range`, `update_next`, `delete` and `override_range` ([`MerkleTreeExt`]) only build
+//! batches, [`UpdateBatch::validate`] is the only validator, and [`rehash`] is the only rehash.
+//! Roots and proofs are bit-for-bit zerokit's for the same hasher and operations.
+//!
+//! ```
+//! use hasher::{Fr, PoseidonHasher};
+//! use tree_core::{Depth, FullMerkleTree, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
+//!
+//! let depth = Depth::new(10)?;
+//! let mut sparse = OptimalMerkleTree::<PoseidonHasher>::new(depth);
+//! let mut dense = FullMerkleTree::<PoseidonHasher>::new(depth)?;
+//! for tree in [&mut sparse as &mut dyn MerkleTreeDyn, &mut dense] {
+//!     tree.register(&[Fr::from(1u64), Fr::from(2u64), Fr::from(3u64)])?;
+//! }
+//! assert_eq!(sparse.root(), dense.root());
+//! sparse.override_range(1, [Fr::from(9u64)], [0])?; // remove member 0, replace member 1
+//! assert_eq!(sparse.empty_leaves_indices()?, vec![0]);
+//! let proof = sparse.proof(1)?;
+//! assert!(sparse.verify_proof(&proof, &Fr::from(9u64)));
+//! # trait MerkleTreeDyn { fn register(&mut self, leaves: &[Fr]) -> Result<(), tree_core::TreeError>; }
+//! # impl<T: MerkleTree<Hasher = PoseidonHasher, Error = tree_core::TreeError>> MerkleTreeDyn for T {
+//! #     fn register(&mut self, leaves: &[Fr]) -> Result<(), tree_core::TreeError> {
+//! #         let start = self.next_index();
+//! #         self.set_range(start, leaves.iter().copied())
+//! #     }
+//! # }
+//! # Ok::<(), tree_core::TreeError>(())
+//! ```
+
+mod addr;
+mod batch;
+mod empty;
+mod error;
+mod full;
+mod mem;
+mod optimal;
+mod proof;
+pub mod rehash;
+mod state;
+mod tree;
+
+#[cfg(feature = "test-utils")]
+pub mod testing;
+
+pub use addr::{Depth, NodeAddr, MAX_DEPTH};
+pub use batch::{range_end, PreparedBatch, UpdateBatch};
+pub use empty::EmptyRoots;
+pub use error::{AsTreeError, TreeError};
+pub use full::{DenseNodes, FullMerkleTree};
+pub use mem::{InMemoryTree, MemNodes};
+pub use optimal::{OptimalMerkleTree, SparseNodes};
+pub use proof::MerkleProof;
+pub use rehash::{RehashConfig, DEFAULT_MIN_PARALLEL_NODES};
+pub use tree::{MerkleTree, MerkleTreeExt};

@@ -1,0 +1,90 @@
+//! Model-based property tests: every tree against the naive reference, after every operation.
+
+use hasher::PoseidonHasher;
+use integration_tests::{cases, fr_leaf};
+use proptest::prelude::*;
+use tree_core::testing::{arb_ops, check_ops, mix_leaf, MixHasher};
+use tree_core::{Depth, FullMerkleTree, OptimalMerkleTree, RehashConfig};
+
+fn config(parallel: bool) -> RehashConfig {
+    RehashConfig::with_min_parallel_nodes(if parallel { 1 } else { usize::MAX })
+}
+
+/// Instantiates the same model suite for one tree constructor.
+macro_rules! tree_suite {
+    ($name:ident, $make:expr) => {
+        mod $name {
+            use super::*;
+
+            proptest! {
+                #![proptest_config(ProptestConfig::with_cases(cases(128)))]
+
+                #[test]
+                fn mix_hasher_matches_reference(
+                    parallel in any::<bool>(),
+                    (depth, ops) in (1u8..=6).prop_flat_map(|d| (Just(d), arb_ops(d, 40, mix_leaf))),
+                ) {
+                    let make = $make;
+                    check_ops(make(Depth::new(depth).unwrap(), config(parallel)), &ops, |t| t);
+                }
+            }
+        }
+    };
+}
+
+tree_suite!(optimal, |d, c| OptimalMerkleTree::<MixHasher>::with_config(
+    d, c
+));
+tree_suite!(full, |d, c| FullMerkleTree::<MixHasher>::with_config(d, c)
+    .unwrap());
+
+mod poseidon_trees {
+    use super::*;
+    use tree_core::MerkleTree;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(cases(12)))]
+        #[test]
+        fn optimal(parallel in any::<bool>(), ops in arb_ops(4, 16, fr_leaf)) {
+            let tree = OptimalMerkleTree::<PoseidonHasher>::with_config(Depth::new(4).unwrap(), config(parallel));
+            let tree = check_ops(tree, &ops, |t| t);
+            prop_assert_eq!(tree.depth().get(), 4);
+        }
+
+        #[test]
+        fn full(parallel in any::<bool>(), ops in arb_ops(4, 16, fr_leaf)) {
+            let tree = FullMerkleTree::<PoseidonHasher>::with_config(Depth::new(4).unwrap(), config(parallel)).unwrap();
+            check_ops(tree, &ops, |t| t);
+        }
+    }
+}
+
+/// The parallel and sequential rehash paths give identical nodes on large scattered batches.
+#[test]
+fn parallel_and_sequential_rehash_agree() {
+    use tree_core::{MerkleTree, MerkleTreeExt, UpdateBatch};
+    let depth = Depth::new(12).unwrap();
+    let mut seq = OptimalMerkleTree::<MixHasher>::with_config(depth, config(false));
+    let mut par = OptimalMerkleTree::<MixHasher>::with_config(depth, config(true));
+    let mut full_par = FullMerkleTree::<MixHasher>::with_config(depth, config(true)).unwrap();
+    for round in 0..20u64 {
+        let mut batch = UpdateBatch::<MixHasher>::new();
+        batch.set_range(round * 97 + 1, (0..300).map(|i| i * 31 + round));
+        for i in 0..50 {
+            batch.set((i * 181 + round * 7) % 4096, i + 1);
+        }
+        if round > 0 {
+            batch.delete(round * 3);
+        }
+        seq.apply(batch.clone()).unwrap();
+        par.apply(batch.clone()).unwrap();
+        full_par.apply(batch).unwrap();
+        assert_eq!(seq.root(), par.root());
+        assert_eq!(seq.root(), full_par.root());
+    }
+    for i in (0..4096).step_by(37) {
+        assert_eq!(seq.proof(i).unwrap(), par.proof(i).unwrap());
+    }
+    par.set_min_parallel_nodes(usize::MAX);
+    assert_eq!(par.rehash_config().min_parallel_nodes, usize::MAX);
+}

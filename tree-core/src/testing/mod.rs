@@ -1,0 +1,13 @@
+//! Test support shared by every crate (feature `test-utils`): test hashers, a naive reference
+//! tree, random operation sequences and the model check that drives any [`MerkleTree`] with them.
+
+// Test support: failing loudly on the first divergence is its job.
+#![allow(clippy::panic)]
+
+mod hashers;
+mod ops;
+mod reference;
+
+pub use hashers::MixHasher;
+pub use ops::{arb_ops, assert_same_state, check_ops, mix_leaf, Op};
+pub use reference::ReferenceTree;
