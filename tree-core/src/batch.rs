@@ -134,8 +134,10 @@ impl<H: Hasher> UpdateBatch<H> {
     ///
     /// Rules (zerokit-compatible): every write lies below capacity and a range's end does not
     /// overflow; `override_range` with nothing to do is refused; a delete that survives (is not
-    /// overwritten later in the batch) must target an index below `next_index`. The new
-    /// `next_index` is the maximum of the old one and one past every written index.
+    /// overwritten later in the batch) must target an index below `next_index` as it stands at
+    /// that point of the batch (so "append 4, then delete the 3rd" is one valid batch, exactly as
+    /// the calls one by one). The new `next_index` is the maximum of the old one and one past
+    /// every written index.
     ///
     /// # Errors
     /// [`TreeError::EmptyOverride`], [`TreeError::RangeOverflow`], [`TreeError::RangeOutOfBounds`],
@@ -160,45 +162,57 @@ impl<H: Hasher> UpdateBatch<H> {
                 depth.check_index(*index)?;
             }
         }
-        // Flatten in call order, then sort (stable) and keep the last write of each index.
-        let mut writes: Vec<(u64, Option<Digest<H>>)> = Vec::with_capacity(self.len());
+        // Flatten in call order, noting for each delete the `next_index` at its point in the
+        // batch, then sort (stable) and keep the last write of each index.
+        let mut running_next = next_index;
+        let mut flat: Vec<(u64, Option<Digest<H>>, u64)> = Vec::with_capacity(self.len());
         for op in self.ops {
             match op {
-                BatchOp::Set { index, leaf } => writes.push((index, Some(leaf))),
-                BatchOp::Delete { index } => writes.push((index, None)),
-                BatchOp::Range { start, leaves } => writes.extend(
-                    (start..)
-                        .zip(leaves)
-                        .map(|(index, leaf)| (index, Some(leaf))),
-                ),
+                BatchOp::Set { index, leaf } => {
+                    running_next = running_next.max(index + 1);
+                    flat.push((index, Some(leaf), running_next));
+                }
+                BatchOp::Delete { index } => flat.push((index, None, running_next)),
+                BatchOp::Range { start, leaves } => {
+                    let end = start + leaves.len() as u64; // checked in pass 1
+                    flat.extend(
+                        (start..)
+                            .zip(leaves)
+                            .map(|(index, leaf)| (index, Some(leaf), end)),
+                    );
+                    if end > start {
+                        running_next = running_next.max(end);
+                    }
+                }
                 BatchOp::EmptyOverride => {}
             }
         }
-        if !writes.windows(2).all(|w| w[0].0 < w[1].0) {
-            writes.sort_by_key(|w| w.0);
-            let mut unique: Vec<(u64, Option<Digest<H>>)> = Vec::with_capacity(writes.len());
-            for write in writes {
+        if !flat.windows(2).all(|w| w[0].0 < w[1].0) {
+            flat.sort_by_key(|w| w.0);
+            let mut unique: Vec<(u64, Option<Digest<H>>, u64)> = Vec::with_capacity(flat.len());
+            for write in flat {
                 match unique.last_mut() {
                     Some(last) if last.0 == write.0 => *last = write,
                     _ => unique.push(write),
                 }
             }
-            writes = unique;
+            flat = unique;
         }
-        // Pass 3: surviving deletes must target set leaves.
-        let mut new_next = next_index;
-        for &(index, leaf) in &writes {
-            match leaf {
-                None if index >= next_index => {
-                    return Err(TreeError::DeleteUnset { index, next_index });
-                }
-                None => {}
-                Some(_) => new_next = new_next.max(index + 1),
+        // Pass 3: a surviving delete must target a leaf set before it (in the tree or earlier in
+        // the batch).
+        let mut writes: Vec<(u64, Option<Digest<H>>)> = Vec::with_capacity(flat.len());
+        for (index, leaf, next_at_delete) in flat {
+            if leaf.is_none() && index >= next_at_delete {
+                return Err(TreeError::DeleteUnset {
+                    index,
+                    next_index: next_at_delete,
+                });
             }
+            writes.push((index, leaf));
         }
         Ok(PreparedBatch {
             writes,
-            next_index: new_next,
+            next_index: running_next,
             metadata: self.metadata,
         })
     }

@@ -41,7 +41,10 @@ pub fn arb_ops<D: Clone + core::fmt::Debug + 'static>(
         1 => (u64::MAX - 2)..=u64::MAX,
     ];
     let leaf_s = any::<u64>().prop_map(move |s| leaf(s % 1000));
-    let leaves = prop::collection::vec(leaf_s.clone(), 0..usize::try_from(cap / 2 + 2).unwrap_or(40).min(40));
+    let leaves = prop::collection::vec(
+        leaf_s.clone(),
+        0..usize::try_from(cap / 2 + 2).unwrap_or(40).min(40),
+    );
     let op = prop_oneof![
         4 => (index.clone(), leaf_s.clone()).prop_map(|(i, l)| Op::Set(i, l)),
         3 => (index.clone(), leaves.clone()).prop_map(|(i, ls)| Op::SetRange(i, ls)),

@@ -1,0 +1,166 @@
+//! kill -9 the writer: after reopen the tree equals the model after exactly k batches, with k at
+//! least the last acknowledged batch (durable mode), and its stored nodes are self-consistent.
+//!
+//! The test binary re-runs itself as the writer child (`CANOPY_CRASH_CHILD` set), so no extra
+//! binary is needed. Trials: `CANOPY_CRASH_TRIALS` (default 100).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use tree_core::testing::MixHasher;
+use tree_core::{Depth, MerkleTree, MerkleTreeExt, OptimalMerkleTree, UpdateBatch};
+use tree_sled::{Durability, SledConfig, SledMerkleTree};
+
+const DEPTH: u8 = 16;
+
+/// Batch `k` for a tree whose `next_index` is `next`: appends, scattered rewrites, deletes and the
+/// batch number as metadata. Deterministic in (seed, k, next).
+fn batch(seed: u64, k: u64, next: u64) -> UpdateBatch<MixHasher> {
+    let mut rng = StdRng::seed_from_u64(seed ^ (k << 20));
+    let mut batch = UpdateBatch::new();
+    let appended = rng.gen_range(1..40u64);
+    batch.set_range(next, (0..appended).map(|i| (k << 32) | (i + 1)));
+    if next > 0 {
+        for _ in 0..rng.gen_range(0..4) {
+            batch.set(rng.gen_range(0..next), rng.gen());
+        }
+        for _ in 0..rng.gen_range(0..3) {
+            batch.delete(rng.gen_range(0..next));
+        }
+    }
+    batch.metadata(k.to_be_bytes().to_vec());
+    batch
+}
+
+fn config(dir: &std::path::Path) -> SledConfig {
+    SledConfig::new(dir).durability(Durability::EveryCommit)
+}
+
+/// The writer: applies batches 1, 2, ... and prints `ack k` after each commit returns.
+#[test]
+fn crash_child_writer() {
+    let (Ok(dir), Ok(seed)) = (
+        std::env::var("CANOPY_CRASH_CHILD"),
+        std::env::var("CANOPY_CRASH_SEED"),
+    ) else {
+        return; // not a child: nothing to do
+    };
+    let seed: u64 = seed.parse().unwrap();
+    let mut tree =
+        SledMerkleTree::<MixHasher>::open(&config(dir.as_ref()), Depth::new(DEPTH).unwrap())
+            .unwrap();
+    let mut out = std::io::stdout().lock();
+    for k in 1.. {
+        tree.apply(batch(seed, k, tree.next_index())).unwrap();
+        writeln!(out, "ack {k}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+#[test]
+fn kill_9_never_tears_a_batch() {
+    if std::env::var("CANOPY_CRASH_CHILD").is_ok() {
+        return;
+    }
+    let trials: u64 = std::env::var("CANOPY_CRASH_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = StdRng::seed_from_u64(0xc4a5);
+    let (mut torn, mut lost, mut max_acked) = (0, 0, 0);
+    for trial in 0..trials {
+        let dir = tempfile::tempdir().unwrap();
+        let seed = rng.gen::<u64>();
+        let mut child = Command::new(&exe)
+            .args([
+                "--exact",
+                "crash_child_writer",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("CANOPY_CRASH_CHILD", dir.path())
+            .env("CANOPY_CRASH_SEED", seed.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut last = 0u64;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(k) = line.strip_prefix("ack ") {
+                    last = k.trim().parse().unwrap_or(last);
+                }
+            }
+            last
+        });
+        // Kill at a random moment: sometimes before the first batch, mostly mid-stream.
+        std::thread::sleep(Duration::from_millis(rng.gen_range(5..250)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let acked = reader.join().unwrap();
+        max_acked = max_acked.max(acked);
+
+        // Reopen and find which prefix of batches the store holds.
+        let tree =
+            SledMerkleTree::<MixHasher>::open(&config(dir.path()), Depth::new(DEPTH).unwrap())
+                .unwrap();
+        let mut model = OptimalMerkleTree::<MixHasher>::new(Depth::new(DEPTH).unwrap());
+        let mut k = 0u64;
+        let mut found = model.root() == tree.root() && tree.next_index() == 0;
+        while !found && k < acked + 2 {
+            k += 1;
+            let next = model.next_index();
+            model.apply(batch(seed, k, next)).unwrap();
+            found = model.root() == tree.root();
+        }
+        if !found {
+            torn += 1;
+            eprintln!("trial {trial}: root matches no batch prefix (acked {acked})");
+            continue;
+        }
+        if k < acked {
+            lost += 1;
+            eprintln!("trial {trial}: reopened at batch {k} but {acked} were acknowledged");
+        }
+        assert_eq!(tree.next_index(), model.next_index(), "trial {trial}");
+        assert_eq!(
+            tree.empty_leaves_indices().unwrap(),
+            model.empty_leaves_indices().unwrap(),
+            "trial {trial}"
+        );
+        let want_meta = if k == 0 {
+            Vec::new()
+        } else {
+            k.to_be_bytes().to_vec()
+        };
+        assert_eq!(
+            tree.metadata().unwrap(),
+            want_meta,
+            "trial {trial}: metadata of batch {k}"
+        );
+        assert!(
+            tree.verify_integrity().unwrap().is_empty(),
+            "trial {trial}: stored nodes inconsistent"
+        );
+        // The stored root equals the root recomputed from the stored leaves alone.
+        let mut rebuilt = OptimalMerkleTree::<MixHasher>::new(Depth::new(DEPTH).unwrap());
+        let leaves: Vec<u64> = (0..tree.next_index())
+            .map(|i| tree.get(i).unwrap())
+            .collect();
+        rebuilt.set_range(0, leaves).unwrap();
+        assert_eq!(rebuilt.root(), tree.root(), "trial {trial}: root vs leaves");
+    }
+    println!(
+        "kill -9: {trials} trials, {torn} torn, {lost} lost (max acknowledged batch {max_acked})"
+    );
+    assert_eq!((torn, lost), (0, 0));
+    assert!(
+        max_acked > 0,
+        "the writer never got a batch in: the test would prove nothing"
+    );
+}

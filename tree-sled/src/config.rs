@@ -1,0 +1,114 @@
+//! Typed configuration of the sled store.
+
+use std::path::PathBuf;
+
+/// When an applied batch becomes durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    serde(rename_all = "snake_case", deny_unknown_fields)
+)]
+pub enum Durability {
+    /// fsync after every apply: a crash loses nothing that `apply` acknowledged.
+    EveryCommit,
+    /// sled flushes in the background every `every_ms` milliseconds: a crash can lose the
+    /// batches acknowledged in the last `every_ms` (each lost batch is lost whole; the tree
+    /// reopens at the state after some earlier batch). Call `flush()` for a durability point.
+    Periodic {
+        /// Flush interval in milliseconds.
+        every_ms: u64,
+    },
+}
+
+/// sled's storage mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Mode {
+    /// Smaller files, more compaction work.
+    LowSpace,
+    /// Faster writes, more disk.
+    #[default]
+    HighThroughput,
+}
+
+/// Where and how to open the database. `Default` is a temporary database (sled picks and later
+/// removes the directory at open time; nothing touches the filesystem before `open`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct SledConfig {
+    /// Database directory; `None` with `temporary` lets sled choose one.
+    pub path: Option<PathBuf>,
+    /// Remove the database when it is dropped.
+    pub temporary: bool,
+    /// sled's page-cache size in bytes.
+    pub cache_capacity: u64,
+    /// When batches become durable.
+    pub durability: Durability,
+    /// sled's space/throughput trade-off.
+    pub mode: Mode,
+    /// How many levels below the root the tree caches in memory (reads of the top of the tree
+    /// for every proof and rehash); 0 disables the cache.
+    pub cached_levels: u8,
+}
+
+impl Default for SledConfig {
+    fn default() -> Self {
+        Self {
+            path: None,
+            temporary: true,
+            cache_capacity: 256 * 1024 * 1024,
+            durability: Durability::Periodic { every_ms: 500 },
+            mode: Mode::HighThroughput,
+            cached_levels: 14,
+        }
+    }
+}
+
+impl SledConfig {
+    /// A persistent database at `path` with default settings.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: Some(path.into()),
+            temporary: false,
+            ..Self::default()
+        }
+    }
+
+    /// A temporary database (removed on drop).
+    #[must_use]
+    pub fn temporary() -> Self {
+        Self::default()
+    }
+
+    /// Sets the durability policy.
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Sets sled's page-cache size in bytes.
+    #[must_use]
+    pub fn cache_capacity(mut self, bytes: u64) -> Self {
+        self.cache_capacity = bytes;
+        self
+    }
+
+    /// Sets sled's mode.
+    #[must_use]
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets how many top levels the tree caches.
+    #[must_use]
+    pub fn cached_levels(mut self, levels: u8) -> Self {
+        self.cached_levels = levels;
+        self
+    }
+}

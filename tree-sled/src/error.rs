@@ -1,0 +1,77 @@
+//! The error type of the persistent tree.
+
+use std::path::PathBuf;
+
+use tree_core::{AsTreeError, TreeError};
+
+/// Why a persistent tree operation failed. Generic over the store's error so a fake store in
+/// tests keeps its own type.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SledTreeError<S: std::error::Error + 'static = sled::Error> {
+    /// A tree rule was broken (bad index, range, delete...): nothing was written.
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    /// The store failed to read, write or flush.
+    #[error("storage error: {0}")]
+    Store(#[source] S),
+    /// A stored value cannot be decoded: the database is damaged or was written by something else.
+    #[error("corrupted value at key {key:02x?}: {reason}")]
+    Corrupted {
+        /// The key whose value is bad.
+        key: Vec<u8>,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The store holds a tree of another depth.
+    #[error("stored tree has depth {stored}, requested {requested}")]
+    DepthMismatch {
+        /// Depth in the store.
+        stored: u8,
+        /// Depth asked for.
+        requested: u8,
+    },
+    /// The store was built with another hasher.
+    #[error("stored tree uses hasher {stored:?}, requested {requested:?}")]
+    HasherMismatch {
+        /// Hasher ID in the store.
+        stored: String,
+        /// Hasher ID asked for.
+        requested: &'static str,
+    },
+    /// The store's format version is not one this build reads.
+    #[error("stored format version {found}, this build supports {supported}")]
+    FormatVersion {
+        /// Version in the store.
+        found: u32,
+        /// Version this build writes and reads.
+        supported: u32,
+    },
+    /// The store holds data but no Canopy header: not a tree, left untouched.
+    #[error("store is not empty but holds no Canopy tree header")]
+    NotATree,
+    /// Another handle (this process or another) holds the database.
+    #[error("database at {path:?} is locked by another handle")]
+    Locked {
+        /// The database directory.
+        path: PathBuf,
+    },
+    /// Opening the database directory or its lock file failed.
+    #[error("cannot open {path:?}: {source}")]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl<S: std::error::Error + 'static> AsTreeError for SledTreeError<S> {
+    fn as_tree_error(&self) -> Option<&TreeError> {
+        match self {
+            Self::Tree(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,562 @@
+//! `SledMerkleTree`: tree-core's semantics and rehash engine over a [`NodeStore`].
+
+use hasher::{Digest, DigestCodec};
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+use tree_core::rehash::{apply_writes, NodeLevels};
+use tree_core::{Depth, EmptyRoots, MerkleTree, NodeAddr, RehashConfig, UpdateBatch};
+
+use crate::keys::{
+    deleted_key, node_key, parse_deleted_key, parse_node_key, DELETED_PREFIX, DEPTH_KEY,
+    DIGEST_LEN_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, HASHER_KEY, METADATA_KEY, NEXT_INDEX_KEY,
+    NODE_PREFIX,
+};
+use crate::store::{NodeStore, SledStore, StoreBatch};
+use crate::{SledConfig, SledTreeError};
+
+/// The error type of a tree over store `S`.
+pub type StoreTreeError<S> = SledTreeError<<S as NodeStore>::Error>;
+
+/// A stored node whose value disagrees with its children, found by
+/// [`SledMerkleTree::verify_integrity`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntegrityIssue<D> {
+    /// The node.
+    pub addr: NodeAddr,
+    /// What the store holds there.
+    pub stored: D,
+    /// What its children hash to.
+    pub computed: D,
+}
+
+/// A persistent Merkle tree. Same semantics, roots and proofs as tree-core's trees.
+///
+/// `apply` is atomic: the nodes it changes, `next_index`, deleted slots and metadata are one
+/// store batch, all or nothing, crash or not. It is durable at once with
+/// [`Durability::EveryCommit`](crate::Durability::EveryCommit), otherwise after
+/// [`flush`](Self::flush) or the next periodic flush. Opening reads the header, counters and root
+/// only, whatever the number of leaves.
+///
+/// ```
+/// use hasher::{Fr, PoseidonHasher};
+/// use tree_core::{Depth, MerkleTree, MerkleTreeExt};
+/// use tree_sled::{SledConfig, SledMerkleTree};
+///
+/// let dir = tempfile::tempdir()?;
+/// let depth = Depth::new(20)?;
+/// let root = {
+///     let mut tree = SledMerkleTree::<PoseidonHasher>::open(&SledConfig::new(dir.path()), depth)?;
+///     tree.override_range(0, [Fr::from(1u64), Fr::from(2u64)], [])?;
+///     tree.close()?;
+///     tree.root()
+/// };
+/// let tree = SledMerkleTree::<PoseidonHasher>::open(&SledConfig::new(dir.path()), depth)?;
+/// assert_eq!((tree.root(), tree.next_index()), (root, 2));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SledMerkleTree<H: DigestCodec, S: NodeStore = SledStore> {
+    store: S,
+    depth: Depth,
+    empty: EmptyRoots<H>,
+    root: Digest<H>,
+    next_index: u64,
+    metadata: Vec<u8>,
+    config: RehashConfig,
+    /// Nodes at levels `>= cache_from` (the top of the tree), filled on read and on commit.
+    cache: Mutex<FxHashMap<NodeAddr, Digest<H>>>,
+    cache_from: u8,
+}
+
+impl<H: DigestCodec> SledMerkleTree<H, SledStore> {
+    /// Opens the tree at `config`'s path, creating it if the path holds no database.
+    ///
+    /// # Errors
+    /// [`SledTreeError::Locked`], [`SledTreeError::DepthMismatch`],
+    /// [`SledTreeError::HasherMismatch`], [`SledTreeError::FormatVersion`],
+    /// [`SledTreeError::Corrupted`], [`SledTreeError::NotATree`], I/O and sled errors. A load
+    /// error never falls back to a fresh tree.
+    pub fn open(config: &SledConfig, depth: Depth) -> Result<Self, SledTreeError> {
+        let store = SledStore::open(config)?;
+        Self::open_store(store, depth, RehashConfig::default(), config.cached_levels)
+    }
+
+    /// Bytes the database takes on disk.
+    ///
+    /// # Errors
+    /// sled's error.
+    pub fn size_on_disk(&self) -> Result<u64, SledTreeError> {
+        self.store.size_on_disk().map_err(SledTreeError::Store)
+    }
+}
+
+fn decode_u64<E: std::error::Error>(key: &[u8], bytes: &[u8]) -> Result<u64, SledTreeError<E>> {
+    <[u8; 8]>::try_from(bytes)
+        .map(u64::from_be_bytes)
+        .map_err(|_| SledTreeError::Corrupted {
+            key: key.to_vec(),
+            reason: "expected 8 bytes",
+        })
+}
+
+fn decode_u32<E: std::error::Error>(key: &[u8], bytes: &[u8]) -> Result<u32, SledTreeError<E>> {
+    <[u8; 4]>::try_from(bytes)
+        .map(u32::from_be_bytes)
+        .map_err(|_| SledTreeError::Corrupted {
+            key: key.to_vec(),
+            reason: "expected 4 bytes",
+        })
+}
+
+impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
+    /// Opens a tree over any store: initialises an empty store in one batch, or checks the
+    /// stored header (format version, depth, hasher, digest length) and loads the root and
+    /// counters. `cached_levels` levels below the root are cached in memory.
+    ///
+    /// # Errors
+    /// As [`SledMerkleTree::open`].
+    pub fn open_store(
+        store: S,
+        depth: Depth,
+        config: RehashConfig,
+        cached_levels: u8,
+    ) -> Result<Self, StoreTreeError<S>> {
+        let digest_len = u32::try_from(H::LEN).unwrap_or(u32::MAX);
+        let version = store
+            .get(FORMAT_VERSION_KEY)
+            .map_err(SledTreeError::Store)?;
+        let (next_index, metadata) = match version {
+            None => {
+                if !store.is_empty().map_err(SledTreeError::Store)? {
+                    return Err(SledTreeError::NotATree);
+                }
+                let mut batch = StoreBatch::default();
+                batch.insert(FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes().to_vec());
+                batch.insert(DEPTH_KEY, vec![depth.get()]);
+                batch.insert(HASHER_KEY, H::ID.as_bytes().to_vec());
+                batch.insert(DIGEST_LEN_KEY, digest_len.to_be_bytes().to_vec());
+                batch.insert(NEXT_INDEX_KEY, 0u64.to_be_bytes().to_vec());
+                store.commit(batch).map_err(SledTreeError::Store)?;
+                store.flush().map_err(SledTreeError::Store)?;
+                (0, Vec::new())
+            }
+            Some(bytes) => {
+                let found = decode_u32(FORMAT_VERSION_KEY, &bytes)?;
+                if found != FORMAT_VERSION {
+                    return Err(SledTreeError::FormatVersion {
+                        found,
+                        supported: FORMAT_VERSION,
+                    });
+                }
+                let get = |key: &'static [u8]| -> Result<Vec<u8>, StoreTreeError<S>> {
+                    store
+                        .get(key)
+                        .map_err(SledTreeError::Store)?
+                        .ok_or(SledTreeError::Corrupted {
+                            key: key.to_vec(),
+                            reason: "header field missing",
+                        })
+                };
+                match get(DEPTH_KEY)?.as_slice() {
+                    [stored] if *stored == depth.get() => {}
+                    [stored] => {
+                        return Err(SledTreeError::DepthMismatch {
+                            stored: *stored,
+                            requested: depth.get(),
+                        })
+                    }
+                    _ => {
+                        return Err(SledTreeError::Corrupted {
+                            key: DEPTH_KEY.to_vec(),
+                            reason: "expected 1 byte",
+                        })
+                    }
+                }
+                let hasher = get(HASHER_KEY)?;
+                if hasher != H::ID.as_bytes() {
+                    return Err(SledTreeError::HasherMismatch {
+                        stored: String::from_utf8_lossy(&hasher).into_owned(),
+                        requested: H::ID,
+                    });
+                }
+                if decode_u32(DIGEST_LEN_KEY, &get(DIGEST_LEN_KEY)?)? != digest_len {
+                    return Err(SledTreeError::Corrupted {
+                        key: DIGEST_LEN_KEY.to_vec(),
+                        reason: "digest length differs from the hasher's",
+                    });
+                }
+                let next_index = decode_u64(NEXT_INDEX_KEY, &get(NEXT_INDEX_KEY)?)?;
+                if next_index > depth.capacity() {
+                    return Err(SledTreeError::Corrupted {
+                        key: NEXT_INDEX_KEY.to_vec(),
+                        reason: "next_index exceeds capacity",
+                    });
+                }
+                let metadata = store
+                    .get(METADATA_KEY)
+                    .map_err(SledTreeError::Store)?
+                    .unwrap_or_default();
+                (next_index, metadata)
+            }
+        };
+        let empty = EmptyRoots::<H>::new(depth);
+        let mut tree = Self {
+            store,
+            depth,
+            root: empty.at(depth.get()),
+            empty,
+            next_index,
+            metadata,
+            config,
+            cache: Mutex::new(FxHashMap::default()),
+            cache_from: depth.get().saturating_sub(cached_levels.saturating_sub(1)),
+        };
+        if cached_levels == 0 {
+            tree.cache_from = u8::MAX;
+        }
+        tree.root = tree.read_node(NodeAddr {
+            level: depth.get(),
+            index: 0,
+        })?;
+        Ok(tree)
+    }
+
+    /// Reads a node (empty-subtree value where none is stored), through the top-level cache.
+    fn read_node(&self, addr: NodeAddr) -> Result<Digest<H>, StoreTreeError<S>> {
+        let cached = addr.level >= self.cache_from;
+        if cached {
+            if let Some(value) = self.cache.lock().get(&addr) {
+                return Ok(*value);
+            }
+        }
+        let key = node_key(addr);
+        let value = match self.store.get(&key).map_err(SledTreeError::Store)? {
+            None => self.empty.at(addr.level),
+            Some(bytes) => H::decode(&bytes).map_err(|_| SledTreeError::Corrupted {
+                key: key.to_vec(),
+                reason: "node bytes are not a canonical digest",
+            })?,
+        };
+        if cached {
+            self.cache.lock().insert(addr, value);
+        }
+        Ok(value)
+    }
+
+    /// Re-reads `next_index`, metadata and root from the store and empties the cache.
+    fn reload(&mut self) -> Result<(), StoreTreeError<S>> {
+        self.cache.lock().clear();
+        let next_index = match self
+            .store
+            .get(NEXT_INDEX_KEY)
+            .map_err(SledTreeError::Store)?
+        {
+            Some(bytes) => decode_u64(NEXT_INDEX_KEY, &bytes)?,
+            None => 0,
+        };
+        let metadata = self
+            .store
+            .get(METADATA_KEY)
+            .map_err(SledTreeError::Store)?
+            .unwrap_or_default();
+        let root = self.read_node(NodeAddr {
+            level: self.depth.get(),
+            index: 0,
+        })?;
+        self.next_index = next_index;
+        self.metadata = metadata;
+        self.root = root;
+        Ok(())
+    }
+
+    /// Makes every applied batch durable.
+    ///
+    /// # Errors
+    /// The store's flush error.
+    pub fn flush(&self) -> Result<(), StoreTreeError<S>> {
+        self.store.flush().map_err(SledTreeError::Store)
+    }
+
+    /// Flushes; the tree stays usable (dropping it also flushes, best-effort).
+    ///
+    /// # Errors
+    /// The store's flush error.
+    pub fn close(&mut self) -> Result<(), StoreTreeError<S>> {
+        self.flush()
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Applies `batch` and sets the metadata in the same atomic write (e.g. the block number
+    /// whose members the batch registers).
+    ///
+    /// # Errors
+    /// As [`MerkleTree::apply`].
+    pub fn apply_with_metadata(
+        &mut self,
+        mut batch: UpdateBatch<H>,
+        metadata: Vec<u8>,
+    ) -> Result<(), StoreTreeError<S>> {
+        batch.metadata(metadata);
+        self.apply(batch)
+    }
+
+    /// Recomputes every stored parent from its children and returns every mismatch (and fails
+    /// on undecodable nodes). An operator's check after an incident; cost is one read per stored
+    /// node.
+    ///
+    /// # Errors
+    /// Store errors and [`SledTreeError::Corrupted`].
+    pub fn verify_integrity(&self) -> Result<Vec<IntegrityIssue<Digest<H>>>, StoreTreeError<S>> {
+        let mut stored = Vec::new();
+        let mut bad_key = None;
+        self.store
+            .scan_prefix(&[NODE_PREFIX], &mut |key, value| match (
+                parse_node_key(key),
+                H::decode(value),
+            ) {
+                (Some(addr), Ok(digest)) => stored.push((addr, digest)),
+                _ => {
+                    bad_key.get_or_insert_with(|| key.to_vec());
+                }
+            })
+            .map_err(SledTreeError::Store)?;
+        if let Some(key) = bad_key {
+            return Err(SledTreeError::Corrupted {
+                key,
+                reason: "undecodable node key or value",
+            });
+        }
+        let check = |&(addr, digest): &(NodeAddr, Digest<H>)| -> Result<Option<IntegrityIssue<Digest<H>>>, StoreTreeError<S>> {
+            if self.depth.check_addr(addr).is_err() {
+                return Err(SledTreeError::Corrupted {
+                    key: node_key(addr).to_vec(),
+                    reason: "node address outside the tree",
+                });
+            }
+            let Some((left, right)) = addr.children() else {
+                return Ok(None);
+            };
+            let computed = H::hash_pair(&self.read_node(left)?, &self.read_node(right)?);
+            Ok((computed != digest).then_some(IntegrityIssue { addr, stored: digest, computed }))
+        };
+        let issues: Result<Vec<_>, _> = stored.iter().map(check).collect();
+        let mut issues: Vec<_> = issues?.into_iter().flatten().collect();
+        let top = NodeAddr {
+            level: self.depth.get(),
+            index: 0,
+        };
+        let stored_root = self.read_node(top)?;
+        if stored_root != self.root {
+            issues.push(IntegrityIssue {
+                addr: top,
+                stored: stored_root,
+                computed: self.root,
+            });
+        }
+        Ok(issues)
+    }
+}
+
+/// The rehash engine's view during one apply: writes go to per-level sorted buffers, reads see
+/// those buffers first and the store below. Nothing reaches the store until the commit.
+struct Overlay<'a, H: DigestCodec, S: NodeStore> {
+    tree: &'a SledMerkleTree<H, S>,
+    levels: Vec<(Vec<u64>, Vec<Digest<H>>)>,
+}
+
+impl<H: DigestCodec, S: NodeStore> Overlay<'_, H, S> {
+    fn lookup(&self, addr: NodeAddr) -> Result<Digest<H>, StoreTreeError<S>> {
+        if let Some((indices, values)) = self.levels.get(usize::from(addr.level)) {
+            if let Ok(i) = indices.binary_search(&addr.index) {
+                return Ok(values[i]);
+            }
+        }
+        self.tree.read_node(addr)
+    }
+}
+
+impl<H: DigestCodec, S: NodeStore> NodeLevels<H> for Overlay<'_, H, S> {
+    type Error = StoreTreeError<S>;
+
+    fn read_children(
+        &self,
+        child_level: u8,
+        parents: &[u64],
+        out: &mut Vec<Digest<H>>,
+    ) -> Result<(), Self::Error> {
+        out.clear();
+        for &parent in parents {
+            for index in [parent * 2, parent * 2 + 1] {
+                out.push(self.lookup(NodeAddr {
+                    level: child_level,
+                    index,
+                })?);
+            }
+        }
+        Ok(())
+    }
+
+    fn write_level(
+        &mut self,
+        level: u8,
+        indices: &[u64],
+        values: &[Digest<H>],
+    ) -> Result<(), Self::Error> {
+        if let Some(slot) = self.levels.get_mut(usize::from(level)) {
+            *slot = (indices.to_vec(), values.to_vec());
+        }
+        Ok(())
+    }
+}
+
+impl<H: DigestCodec, S: NodeStore> MerkleTree for SledMerkleTree<H, S> {
+    type Hasher = H;
+    type Error = StoreTreeError<S>;
+
+    fn depth(&self) -> Depth {
+        self.depth
+    }
+
+    fn next_index(&self) -> u64 {
+        self.next_index
+    }
+
+    fn root(&self) -> Digest<H> {
+        self.root
+    }
+
+    fn node(&self, addr: NodeAddr) -> Result<Digest<H>, Self::Error> {
+        self.depth.check_addr(addr)?;
+        self.read_node(addr)
+    }
+
+    fn empty_leaves_indices(&self) -> Result<Vec<u64>, Self::Error> {
+        let mut indices = Vec::new();
+        let mut bad_key = None;
+        self.store
+            .scan_prefix(
+                &[DELETED_PREFIX],
+                &mut |key, _| match parse_deleted_key(key) {
+                    Some(index) => indices.push(index),
+                    None => {
+                        bad_key.get_or_insert_with(|| key.to_vec());
+                    }
+                },
+            )
+            .map_err(SledTreeError::Store)?;
+        match bad_key {
+            Some(key) => Err(SledTreeError::Corrupted {
+                key,
+                reason: "malformed deleted-slot key",
+            }),
+            None => Ok(indices),
+        }
+    }
+
+    fn metadata(&self) -> Result<Vec<u8>, Self::Error> {
+        Ok(self.metadata.clone())
+    }
+
+    fn apply(&mut self, batch: UpdateBatch<H>) -> Result<(), Self::Error> {
+        let prepared = batch.validate(self.depth, self.next_index)?;
+        let levels = usize::from(self.depth.get()) + 1;
+        let mut overlay = Overlay {
+            tree: &*self,
+            levels: vec![(Vec::new(), Vec::new()); levels],
+        };
+        apply_writes::<H, _>(&mut overlay, self.depth, prepared.writes(), &self.config)?;
+
+        // Only nodes whose value changed are written; empty-subtree values are removed.
+        let mut store_batch = StoreBatch::default();
+        let mut encoded = vec![0u8; H::LEN];
+        let mut changed: Vec<(NodeAddr, Digest<H>)> = Vec::new();
+        for (level, (indices, values)) in (0u8..).zip(&overlay.levels) {
+            for (&index, &value) in indices.iter().zip(values) {
+                let addr = NodeAddr { level, index };
+                if self.read_node(addr)? == value {
+                    continue;
+                }
+                let key = node_key(addr);
+                if value == self.empty.at(level) {
+                    store_batch.remove(&key);
+                } else {
+                    H::encode(&value, &mut encoded);
+                    store_batch.insert(&key, encoded.clone());
+                }
+                changed.push((addr, value));
+            }
+        }
+        // Deleted-slot bookkeeping. Indices at or past the old next_index were never deleted.
+        for &(index, leaf) in prepared.writes() {
+            match leaf {
+                None => store_batch.insert(&deleted_key(index), Vec::new()),
+                Some(_) if index < self.next_index => store_batch.remove(&deleted_key(index)),
+                Some(_) => {}
+            }
+        }
+        if prepared.next_index() != self.next_index {
+            store_batch.insert(NEXT_INDEX_KEY, prepared.next_index().to_be_bytes().to_vec());
+        }
+        if let Some(metadata) = prepared.metadata() {
+            store_batch.insert(METADATA_KEY, metadata.to_vec());
+        }
+        let new_root = overlay.lookup(NodeAddr {
+            level: self.depth.get(),
+            index: 0,
+        })?;
+        drop(overlay);
+
+        if !store_batch.is_empty() {
+            if let Err(error) = self.store.commit(store_batch) {
+                // The store may or may not hold the batch (e.g. written but not flushed): take
+                // the in-memory view from the store again rather than guess.
+                self.reload()?;
+                return Err(SledTreeError::Store(error));
+            }
+        }
+        // Committed: publish to the in-memory view.
+        {
+            let mut cache = self.cache.lock();
+            for (addr, value) in changed {
+                if addr.level >= self.cache_from {
+                    cache.insert(addr, value);
+                }
+            }
+        }
+        self.root = new_root;
+        self.next_index = prepared.next_index();
+        if let Some(metadata) = prepared.metadata() {
+            self.metadata = metadata.to_vec();
+        }
+        Ok(())
+    }
+
+    fn rehash_config(&self) -> &RehashConfig {
+        &self.config
+    }
+
+    fn set_rehash_config(&mut self, config: RehashConfig) {
+        self.config = config;
+    }
+}
+
+impl<H: DigestCodec, S: NodeStore> Drop for SledMerkleTree<H, S> {
+    fn drop(&mut self) {
+        // Best effort by design: a drop cannot report failure. Callers who need to know use
+        // `flush`/`close`.
+        let _ = self.store.flush();
+    }
+}
+
+impl<H: DigestCodec, S: NodeStore> core::fmt::Debug for SledMerkleTree<H, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SledMerkleTree")
+            .field("depth", &self.depth)
+            .field("next_index", &self.next_index)
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
