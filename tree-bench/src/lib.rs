@@ -1,1 +1,99 @@
-//! Shared helpers for Canopy's benchmarks (inputs that every bench uses the same way).
+//! Shared pieces of Canopy's benchmarks: the zerokit hasher adapter, timing and memory probes.
+
+use std::time::{Duration, Instant};
+
+use hasher::{poseidon, Fr};
+
+/// zerokit's trees hashed with the same Poseidon as ours, so a ratio measures the trees alone.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub struct ZkPoseidon;
+
+impl zerokit_utils::hasher::ZerokitHasher for ZkPoseidon {
+    type Scalar = Fr;
+    fn hash(input: &[Fr]) -> Fr {
+        poseidon(input).unwrap_or_default()
+    }
+}
+
+/// Median, min and max of `reps` timed runs of `op` on a fresh `setup()` value each (setup is
+/// not timed), so every run starts from the same state.
+pub fn time_op<T>(reps: usize, mut setup: impl FnMut() -> T, mut op: impl FnMut(&mut T)) -> Stats {
+    let mut samples = Vec::with_capacity(reps);
+    for _ in 0..reps.max(1) {
+        let mut state = setup();
+        let started = Instant::now();
+        op(&mut state);
+        samples.push(started.elapsed());
+        drop(state);
+    }
+    Stats::from_samples(samples)
+}
+
+/// Times two implementations of the same operation with their runs interleaved (A, B, A, B…),
+/// so drift on a shared machine hits both alike. Returns (A, B).
+pub fn time_pair<A, B>(
+    reps: usize,
+    mut setup_a: impl FnMut() -> A,
+    mut op_a: impl FnMut(&mut A),
+    mut setup_b: impl FnMut() -> B,
+    mut op_b: impl FnMut(&mut B),
+) -> (Stats, Stats) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..reps.max(1) {
+        a.push(time_op(1, &mut setup_a, &mut op_a).median);
+        b.push(time_op(1, &mut setup_b, &mut op_b).median);
+    }
+    (Stats::from_samples(a), Stats::from_samples(b))
+}
+
+impl Stats {
+    fn from_samples(mut samples: Vec<Duration>) -> Self {
+        samples.sort();
+        Self {
+            median: samples[samples.len() / 2],
+            min: samples[0],
+            max: samples[samples.len() - 1],
+        }
+    }
+}
+
+/// Timing summary of one benchmark point.
+#[derive(Debug, Clone, Copy)]
+pub struct Stats {
+    /// Median run.
+    pub median: Duration,
+    /// Fastest run.
+    pub min: Duration,
+    /// Slowest run.
+    pub max: Duration,
+}
+
+/// Formats a duration with a unit that keeps 3 significant digits.
+#[must_use]
+pub fn fmt_duration(d: Duration) -> String {
+    let ns = d.as_secs_f64() * 1e9;
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.1} µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.2} s", ns / 1e9)
+    }
+}
+
+/// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`), `None` off Linux.
+#[must_use]
+pub fn proc_status_bytes(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Deterministic distinct leaves.
+#[must_use]
+pub fn leaves(start: u64, n: u64) -> Vec<Fr> {
+    (start..start + n).map(|i| Fr::from(i * 7 + 1)).collect()
+}

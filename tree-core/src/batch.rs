@@ -1,5 +1,7 @@
 //! `UpdateBatch`: the one mutating primitive, and the one validator every tree uses.
 
+use std::collections::BTreeMap;
+
 use derive_where::derive_where;
 use hasher::{Digest, Hasher};
 
@@ -162,23 +164,43 @@ impl<H: Hasher> UpdateBatch<H> {
                 depth.check_index(*index)?;
             }
         }
-        // Flatten in call order, noting for each delete the `next_index` at its point in the
-        // batch, then sort (stable) and keep the last write of each index.
+        // Flatten in call order, then sort (stable) and keep the last write of each index.
+        // A delete is checked against `next_index` at its own point in the batch; one that fails
+        // is remembered in `unset` (rare, so a small map) and forgiven only if a later write to
+        // the same index overrides it.
         let mut running_next = next_index;
-        let mut flat: Vec<(u64, Option<Digest<H>>, u64)> = Vec::with_capacity(self.len());
+        let mut unset: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut writes: Vec<(u64, Option<Digest<H>>)> = Vec::with_capacity(self.len());
         for op in self.ops {
             match op {
                 BatchOp::Set { index, leaf } => {
+                    if !unset.is_empty() {
+                        unset.remove(&index);
+                    }
                     running_next = running_next.max(index + 1);
-                    flat.push((index, Some(leaf), running_next));
+                    writes.push((index, Some(leaf)));
                 }
-                BatchOp::Delete { index } => flat.push((index, None, running_next)),
+                BatchOp::Delete { index } => {
+                    if index >= running_next {
+                        unset.insert(index, running_next);
+                    } else if !unset.is_empty() {
+                        unset.remove(&index);
+                    }
+                    writes.push((index, None));
+                }
                 BatchOp::Range { start, leaves } => {
                     let end = start + leaves.len() as u64; // checked in pass 1
-                    flat.extend(
+                    if !unset.is_empty() {
+                        let overwritten: Vec<u64> =
+                            unset.range(start..end).map(|(&i, _)| i).collect();
+                        for index in overwritten {
+                            unset.remove(&index);
+                        }
+                    }
+                    writes.extend(
                         (start..)
                             .zip(leaves)
-                            .map(|(index, leaf)| (index, Some(leaf), end)),
+                            .map(|(index, leaf)| (index, Some(leaf))),
                     );
                     if end > start {
                         running_next = running_next.max(end);
@@ -187,28 +209,24 @@ impl<H: Hasher> UpdateBatch<H> {
                 BatchOp::EmptyOverride => {}
             }
         }
-        if !flat.windows(2).all(|w| w[0].0 < w[1].0) {
-            flat.sort_by_key(|w| w.0);
-            let mut unique: Vec<(u64, Option<Digest<H>>, u64)> = Vec::with_capacity(flat.len());
-            for write in flat {
-                match unique.last_mut() {
-                    Some(last) if last.0 == write.0 => *last = write,
-                    _ => unique.push(write),
-                }
-            }
-            flat = unique;
-        }
         // Pass 3: a surviving delete must target a leaf set before it (in the tree or earlier in
         // the batch).
-        let mut writes: Vec<(u64, Option<Digest<H>>)> = Vec::with_capacity(flat.len());
-        for (index, leaf, next_at_delete) in flat {
-            if leaf.is_none() && index >= next_at_delete {
-                return Err(TreeError::DeleteUnset {
-                    index,
-                    next_index: next_at_delete,
-                });
+        if let Some((&index, &next_index)) = unset.iter().next() {
+            return Err(TreeError::DeleteUnset { index, next_index });
+        }
+        if !writes.windows(2).all(|w| w[0].0 < w[1].0) {
+            writes.sort_by_key(|w| w.0);
+            // Keep the last write of each index, in place.
+            let mut kept = 0;
+            for i in 0..writes.len() {
+                if kept > 0 && writes[kept - 1].0 == writes[i].0 {
+                    writes[kept - 1] = writes[i];
+                } else {
+                    writes[kept] = writes[i];
+                    kept += 1;
+                }
             }
-            writes.push((index, leaf));
+            writes.truncate(kept);
         }
         Ok(PreparedBatch {
             writes,
@@ -292,6 +310,31 @@ mod tests {
         let mut b = UpdateBatch::<K>::new();
         b.override_range(0, [[1; 32], [2; 32]], [1]);
         assert_eq!(b.validate(depth3(), 0).unwrap().next_index(), 2);
+    }
+
+    #[test]
+    fn deletes_are_checked_at_their_point_in_the_batch() {
+        let mut b = UpdateBatch::<K>::new();
+        b.set_range(0, [[1; 32]; 4]).delete(2);
+        let p = b.validate(depth3(), 0).unwrap();
+        assert_eq!(p.writes()[2], (2, None));
+        assert_eq!(p.next_index(), 4);
+        // A delete before the write that sets its index fails, unless that write overrides it.
+        let mut b = UpdateBatch::<K>::new();
+        b.delete(2).set_range(0, [[1; 32]; 4]);
+        assert_eq!(
+            b.validate(depth3(), 0).unwrap().writes()[2],
+            (2, Some([1; 32]))
+        );
+        let mut b = UpdateBatch::<K>::new();
+        b.delete(5).set_range(0, [[1; 32]; 4]);
+        assert_eq!(
+            b.validate(depth3(), 0),
+            Err(TreeError::DeleteUnset {
+                index: 5,
+                next_index: 0
+            })
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use hasher::{Digest, Hasher};
 
 use crate::rehash::{apply_writes, NodeLevels};
 use crate::state::Bookkeeping;
-use crate::{Depth, MerkleTree, NodeAddr, RehashConfig, TreeError, UpdateBatch};
+use crate::{Depth, MerkleProof, MerkleTree, NodeAddr, RehashConfig, TreeError, UpdateBatch};
 
 /// What an in-memory node store adds to [`NodeLevels`]: infallible reads.
 pub trait MemNodes<H: Hasher>: NodeLevels<H, Error = Infallible> {
@@ -100,6 +100,20 @@ impl<H: Hasher, S: MemNodes<H>> MerkleTree for InMemoryTree<H, S> {
         );
         self.book.record(&prepared);
         Ok(())
+    }
+
+    /// Direct reads from the node store (no per-level bounds check or `Result`).
+    fn proof(&self, index: u64) -> Result<MerkleProof<H>, TreeError> {
+        self.book.depth.check_index(index)?;
+        let siblings = (0..self.book.depth.get())
+            .map(|level| {
+                self.nodes.get(NodeAddr {
+                    level,
+                    index: (index >> level) ^ 1,
+                })
+            })
+            .collect();
+        Ok(MerkleProof::new(index, siblings))
     }
 
     fn rehash_config(&self) -> &RehashConfig {

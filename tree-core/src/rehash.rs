@@ -66,7 +66,8 @@ pub trait NodeLevels<H: Hasher> {
         out: &mut Vec<Digest<H>>,
     ) -> Result<(), Self::Error>;
 
-    /// Stores `values[i]` at `(level, indices[i])`; `indices` strictly increasing.
+    /// Stores `values[i]` at `(level, indices[i])`; `indices` strictly increasing. A level may be
+    /// written in several calls (chunks), each with indices above the previous call's.
     ///
     /// # Errors
     /// A storage write failure.
@@ -126,11 +127,22 @@ pub fn apply_writes<H: Hasher, S: NodeLevels<H>>(
         return Ok(());
     }
     let empty = H::empty_leaf();
-    let dirty: Vec<u64> = writes.iter().map(|w| w.0).collect();
-    let values: Vec<Digest<H>> = writes.iter().map(|w| w.1.unwrap_or(empty)).collect();
-    store.write_level(0, &dirty, &values)?;
-    update_hashes(store, depth, dirty, config)
+    let mut indices = Vec::with_capacity(writes.len().min(REHASH_CHUNK));
+    let mut values = Vec::with_capacity(writes.len().min(REHASH_CHUNK));
+    for chunk in writes.chunks(REHASH_CHUNK) {
+        indices.clear();
+        values.clear();
+        indices.extend(chunk.iter().map(|w| w.0));
+        values.extend(chunk.iter().map(|w| w.1.unwrap_or(empty)));
+        store.write_level(0, &indices, &values)?;
+    }
+    drop((indices, values));
+    update_hashes(store, depth, writes.iter().map(|w| w.0).collect(), config)
 }
+
+/// Parents hashed per step of a level: bounds the children/hash buffers (2^14 parents ≈ 1.5 MiB
+/// for BN254) however large the batch, while leaving each step ample parallel work.
+pub const REHASH_CHUNK: usize = 1 << 14;
 
 /// Recomputes all ancestors of the (sorted, unique) dirty leaf indices.
 ///
@@ -154,11 +166,13 @@ pub fn update_hashes<H: Hasher, S: NodeLevels<H>>(
                 parents.push(parent);
             }
         }
-        store.read_children(child_level, &parents, &mut children)?;
-        hashes.clear();
-        hashes.resize(parents.len(), Digest::<H>::default());
-        hash_level::<H>(&children, &mut hashes, config);
-        store.write_level(child_level + 1, &parents, &hashes)?;
+        for chunk in parents.chunks(REHASH_CHUNK) {
+            store.read_children(child_level, chunk, &mut children)?;
+            hashes.clear();
+            hashes.resize(chunk.len(), Digest::<H>::default());
+            hash_level::<H>(&children, &mut hashes, config);
+            store.write_level(child_level + 1, chunk, &hashes)?;
+        }
         std::mem::swap(&mut dirty, &mut parents);
     }
     Ok(())

@@ -162,7 +162,7 @@ impl NodeStore for MemStore {
 /// sled 0.34 behind [`NodeStore`]: one `sled::Tree`, one `sled::Batch` per commit.
 #[derive(Debug)]
 pub struct SledStore {
-    db: sled::Db,
+    db: Option<sled::Db>,
     durability: Durability,
     path: Option<PathBuf>,
     // Held for the store's lifetime: a second handle on the same path gets `Locked` at once.
@@ -216,7 +216,7 @@ impl SledStore {
         }
         let db = sled_config.open().map_err(SledTreeError::Store)?;
         Ok(Self {
-            db,
+            db: Some(db),
             durability: config.durability,
             path: config.path.clone(),
             _lock: lock,
@@ -234,7 +234,43 @@ impl SledStore {
     /// # Errors
     /// sled's error.
     pub fn size_on_disk(&self) -> Result<u64, sled::Error> {
-        self.db.size_on_disk()
+        self.db()?.size_on_disk()
+    }
+
+    fn db(&self) -> Result<&sled::Db, sled::Error> {
+        // `None` only inside `drop`.
+        self.db
+            .as_ref()
+            .ok_or(sled::Error::Unsupported("store is closing".to_owned()))
+    }
+}
+
+/// Bound on waiting for sled's background threads to release a dropped database.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Drop for SledStore {
+    /// Dropping a sled `Db` returns before its background IO threads let go of the database
+    /// file, so an immediate reopen would find sled's own lock still held. Wait (bounded) until
+    /// that lock is free, so that once a handle is dropped its path can be opened again.
+    fn drop(&mut self) {
+        drop(self.db.take());
+        let Some(path) = &self.path else { return };
+        let Ok(file) = File::open(path.join("db")) else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        while started.elapsed() < RELEASE_WAIT {
+            match file.try_lock() {
+                Ok(()) => {
+                    let _ = file.unlock();
+                    return;
+                }
+                Err(TryLockError::WouldBlock) => {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                Err(TryLockError::Error(_)) => return,
+            }
+        }
     }
 }
 
@@ -242,7 +278,7 @@ impl NodeStore for SledStore {
     type Error = sled::Error;
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, sled::Error> {
-        Ok(self.db.get(key)?.map(|v| v.to_vec()))
+        Ok(self.db()?.get(key)?.map(|v| v.to_vec()))
     }
 
     fn commit(&self, batch: StoreBatch) -> Result<(), sled::Error> {
@@ -253,15 +289,16 @@ impl NodeStore for SledStore {
                 None => sled_batch.remove(key),
             }
         }
-        self.db.apply_batch(sled_batch)?;
+        let db = self.db()?;
+        db.apply_batch(sled_batch)?;
         if self.durability == Durability::EveryCommit {
-            self.db.flush()?;
+            db.flush()?;
         }
         Ok(())
     }
 
     fn flush(&self) -> Result<(), sled::Error> {
-        self.db.flush().map(|_| ())
+        self.db()?.flush().map(|_| ())
     }
 
     fn scan_prefix(
@@ -269,7 +306,7 @@ impl NodeStore for SledStore {
         prefix: &[u8],
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<(), sled::Error> {
-        for entry in self.db.scan_prefix(prefix) {
+        for entry in self.db()?.scan_prefix(prefix) {
             let (key, value) = entry?;
             visit(&key, &value);
         }
@@ -277,6 +314,6 @@ impl NodeStore for SledStore {
     }
 
     fn is_empty(&self) -> Result<bool, sled::Error> {
-        Ok(self.db.first()?.is_none())
+        Ok(self.db()?.first()?.is_none())
     }
 }

@@ -405,8 +405,9 @@ impl<H: DigestCodec, S: NodeStore> NodeLevels<H> for Overlay<'_, H, S> {
         indices: &[u64],
         values: &[Digest<H>],
     ) -> Result<(), Self::Error> {
-        if let Some(slot) = self.levels.get_mut(usize::from(level)) {
-            *slot = (indices.to_vec(), values.to_vec());
+        if let Some((stored_indices, stored_values)) = self.levels.get_mut(usize::from(level)) {
+            stored_indices.extend_from_slice(indices);
+            stored_values.extend_from_slice(values);
         }
         Ok(())
     }
