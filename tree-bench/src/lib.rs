@@ -97,3 +97,35 @@ pub fn proc_status_bytes(field: &str) -> Option<u64> {
 pub fn leaves(start: u64, n: u64) -> Vec<Fr> {
     (start..start + n).map(|i| Fr::from(i * 7 + 1)).collect()
 }
+
+impl pmtree::Hasher for ZkPoseidon {
+    type Scalar = Fr;
+
+    fn serialize(value: Fr) -> pmtree::PmtreeResult<pmtree::Value> {
+        Ok(hasher::fr_to_le_bytes(&value).to_vec())
+    }
+
+    fn deserialize(bytes: &[u8]) -> pmtree::PmtreeResult<Fr> {
+        hasher::fr_from_le_bytes(bytes).map_err(|e| pmtree::PmtreeError::Hasher(e.to_string()))
+    }
+
+    fn hash_pair(left: Fr, right: Fr) -> Fr {
+        poseidon(&[left, right]).unwrap_or_default()
+    }
+}
+
+/// Total size of the files under `path` (what a database takes on disk).
+#[must_use]
+pub fn dir_bytes(path: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(_) => e.metadata().map_or(0, |m| m.len()),
+            Err(_) => 0,
+        })
+        .sum()
+}

@@ -65,9 +65,9 @@ where
         time_pair(
             reps(40),
             || ours.clone(),
-            |t| t.set(base / 2, v).unwrap_or(()),
+            |t| t.set(base / 2, v).unwrap(),
             || theirs.clone(),
-            |t| t.set(b / 2, v).unwrap_or(()),
+            |t| t.set(b / 2, v).unwrap(),
         ),
     ));
     rows.push(row(
@@ -75,9 +75,9 @@ where
         time_pair(
             reps(40),
             || ours.clone(),
-            |t| t.delete(base / 3).unwrap_or(()),
+            |t| t.delete(base / 3).unwrap(),
             || theirs.clone(),
-            |t| t.delete(b / 3).unwrap_or(()),
+            |t| t.delete(b / 3).unwrap(),
         ),
     ));
     for log in [10u32, 16] {
@@ -87,9 +87,9 @@ where
             time_pair(
                 reps(if log == 10 { 20 } else { 5 }),
                 || ours.clone(),
-                |t| t.set_range(base, new.iter().copied()).unwrap_or(()),
+                |t| t.set_range(base, new.iter().copied()).unwrap(),
                 || theirs.clone(),
-                |t| t.set_range(b, new.iter().copied()).unwrap_or(()),
+                |t| t.set_range(b, new.iter().copied()).unwrap(),
             ),
         ));
     }
@@ -109,12 +109,12 @@ where
             || ours.clone(),
             |t| {
                 t.override_range(start, writes.iter().copied(), removes.iter().copied())
-                    .unwrap_or(())
+                    .unwrap()
             },
             || theirs.clone(),
             |t| {
                 t.override_range(s, writes.iter().copied(), removes_zk.iter().copied())
-                    .unwrap_or(())
+                    .unwrap()
             },
         ),
     ));
