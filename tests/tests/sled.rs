@@ -278,12 +278,23 @@ fn damaged_headers_and_nodes_are_typed_errors() {
         tree.proof(0),
         Err(SledTreeError::Corrupted { .. })
     ));
+    let tree = reopen_after(|s| put(s, &leaf_key, vec![0xff; 16 * 32])).unwrap();
+    assert!(matches!(
+        tree.proof(0),
+        Err(SledTreeError::Corrupted {
+            reason: "node bytes are not a canonical digest",
+            ..
+        })
+    ));
+    assert!(matches!(
+        tree.verify_integrity(),
+        Err(SledTreeError::Corrupted { .. })
+    ));
+    // A well-formed chunk whose leaf 1 holds another (canonical) value.
     let tree = reopen_after(|s| {
-        put(
-            s,
-            &leaf_key,
-            hasher::fr_to_le_bytes(&hasher::Fr::from(7u64)).to_vec(),
-        )
+        let mut chunk = s.get(&leaf_key).unwrap().unwrap();
+        chunk[32..64].copy_from_slice(&hasher::fr_to_le_bytes(&hasher::Fr::from(7u64)));
+        put(s, &leaf_key, chunk);
     })
     .unwrap();
     let issues = tree.verify_integrity().unwrap();

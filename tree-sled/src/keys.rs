@@ -8,12 +8,15 @@
 //! | `M` `digest_len`                      | `u32` big-endian, the codec's `LEN`    |
 //! | `M` `next_index`                      | `u64` big-endian                       |
 //! | `M` `metadata`                        | the caller's bytes (absent = empty)    |
-//! | `N` level:`u8` index:`u64` big-endian | the node's canonical encoding          |
+//! | `N` level:`u8` chunk:`u64` big-endian | nodes `chunk·16 .. chunk·16+15` of the level, each in its canonical encoding, in order (`16 × LEN` bytes) |
 //! | `D` index:`u64` big-endian            | empty: the leaf slot was deleted       |
 //!
-//! Big-endian indices make sled's byte order equal `(level, index)` order. Nodes equal to the
-//! empty subtree of their level are never stored (absent = empty), so a fresh tree holds only its
-//! header. The header, nodes, `next_index`, deleted slots and metadata of one apply travel in one
+//! Nodes are stored in chunks of [`CHUNK_NODES`] consecutive nodes of one level: one sled entry per
+//! 16 nodes instead of one per node cuts sled's per-entry log and index overhead (disk, batch
+//! and open time) by the same factor, and a membership set, which grows from index 0, fills its
+//! chunks densely. Slots holding the empty subtree of their level are stored as that value; a
+//! chunk whose slots are all empty is not stored (absent = empty), so a fresh tree holds only its
+//! header. Big-endian chunk numbers make sled's byte order equal `(level, index)` order. The header, nodes, `next_index`, deleted slots and metadata of one apply travel in one
 //! `sled::Batch`.
 
 use tree_core::NodeAddr;
@@ -38,23 +41,67 @@ pub const NODE_PREFIX: u8 = b'N';
 /// Prefix of deleted-slot keys.
 pub const DELETED_PREFIX: u8 = b'D';
 
-/// `N | level | index BE`.
+/// log2 of [`CHUNK_NODES`].
+pub const CHUNK_BITS: u8 = 4;
+/// Nodes per stored chunk.
+pub const CHUNK_NODES: usize = 1 << CHUNK_BITS;
+
+/// A chunk: `CHUNK_NODES` consecutive nodes of one level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChunkAddr {
+    /// The level.
+    pub level: u8,
+    /// `index >> CHUNK_BITS` of its nodes.
+    pub chunk: u64,
+}
+
+impl ChunkAddr {
+    /// The chunk holding `addr`, and the node's slot in it.
+    #[must_use]
+    pub fn of(addr: NodeAddr) -> (Self, usize) {
+        let slot = usize::try_from(addr.index & ((1 << CHUNK_BITS) - 1)).unwrap_or(0);
+        (
+            Self {
+                level: addr.level,
+                chunk: addr.index >> CHUNK_BITS,
+            },
+            slot,
+        )
+    }
+
+    /// The node in `slot`.
+    #[must_use]
+    pub fn node(self, slot: usize) -> NodeAddr {
+        NodeAddr {
+            level: self.level,
+            index: (self.chunk << CHUNK_BITS) | slot as u64,
+        }
+    }
+}
+
+/// `N | level | chunk BE`.
 #[must_use]
-pub fn node_key(addr: NodeAddr) -> [u8; 10] {
+pub fn chunk_key(chunk: ChunkAddr) -> [u8; 10] {
     let mut key = [0u8; 10];
     key[0] = NODE_PREFIX;
-    key[1] = addr.level;
-    key[2..].copy_from_slice(&addr.index.to_be_bytes());
+    key[1] = chunk.level;
+    key[2..].copy_from_slice(&chunk.chunk.to_be_bytes());
     key
 }
 
-/// Parses a node key.
+/// The key of the chunk holding `addr`.
 #[must_use]
-pub fn parse_node_key(key: &[u8]) -> Option<NodeAddr> {
+pub fn node_key(addr: NodeAddr) -> [u8; 10] {
+    chunk_key(ChunkAddr::of(addr).0)
+}
+
+/// Parses a chunk key.
+#[must_use]
+pub fn parse_chunk_key(key: &[u8]) -> Option<ChunkAddr> {
     match key {
-        [NODE_PREFIX, level, index @ ..] => Some(NodeAddr {
+        [NODE_PREFIX, level, chunk @ ..] => Some(ChunkAddr {
             level: *level,
-            index: u64::from_be_bytes(<[u8; 8]>::try_from(index).ok()?),
+            chunk: u64::from_be_bytes(<[u8; 8]>::try_from(chunk).ok()?),
         }),
         _ => None,
     }
@@ -95,13 +142,32 @@ mod tests {
         let c = node_key(NodeAddr { level: 1, index: 0 });
         assert!(a < b && b < c);
         assert_eq!(
-            parse_node_key(&b),
-            Some(NodeAddr {
+            node_key(NodeAddr {
                 level: 0,
-                index: 256
+                index: 257
+            }),
+            b
+        );
+        assert_eq!(
+            parse_chunk_key(&b),
+            Some(ChunkAddr {
+                level: 0,
+                chunk: 16
             })
         );
-        assert_eq!(parse_node_key(&b[..9]), None);
+        assert_eq!(parse_chunk_key(&b[..9]), None);
+        let (chunk, slot) = ChunkAddr::of(NodeAddr {
+            level: 3,
+            index: 35,
+        });
+        assert_eq!((chunk.chunk, slot), (2, 3));
+        assert_eq!(
+            chunk.node(slot),
+            NodeAddr {
+                level: 3,
+                index: 35
+            }
+        );
         assert_eq!(parse_deleted_key(&deleted_key(7)), Some(7));
     }
 }

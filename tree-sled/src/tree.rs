@@ -3,13 +3,15 @@
 use hasher::{Digest, DigestCodec};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
-use tree_core::rehash::{apply_writes, NodeLevels};
+use tree_core::rehash::{apply_writes, hash_level, NodeLevels};
 use tree_core::{Depth, EmptyRoots, MerkleTree, NodeAddr, RehashConfig, UpdateBatch};
 
+use std::cell::RefCell;
+
 use crate::keys::{
-    deleted_key, node_key, parse_deleted_key, parse_node_key, DELETED_PREFIX, DEPTH_KEY,
-    DIGEST_LEN_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, HASHER_KEY, METADATA_KEY, NEXT_INDEX_KEY,
-    NODE_PREFIX,
+    chunk_key, deleted_key, parse_chunk_key, parse_deleted_key, ChunkAddr, CHUNK_BITS, CHUNK_NODES,
+    DELETED_PREFIX, DEPTH_KEY, DIGEST_LEN_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, HASHER_KEY,
+    METADATA_KEY, NEXT_INDEX_KEY, NODE_PREFIX,
 };
 use crate::store::{NodeStore, SledStore, StoreBatch};
 use crate::{SledConfig, SledTreeError};
@@ -62,8 +64,8 @@ pub struct SledMerkleTree<H: DigestCodec, S: NodeStore = SledStore> {
     next_index: u64,
     metadata: Vec<u8>,
     config: RehashConfig,
-    /// Nodes at levels `>= cache_from` (the top of the tree), filled on read and on commit.
-    cache: Mutex<FxHashMap<NodeAddr, Digest<H>>>,
+    /// Chunks at levels `>= cache_from` (the top of the tree), filled on read and on commit.
+    cache: Mutex<FxHashMap<ChunkAddr, Vec<Digest<H>>>>,
     cache_from: u8,
 }
 
@@ -220,26 +222,70 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
         Ok(tree)
     }
 
-    /// Reads a node (empty-subtree value where none is stored), through the top-level cache.
-    fn read_node(&self, addr: NodeAddr) -> Result<Digest<H>, StoreTreeError<S>> {
-        let cached = addr.level >= self.cache_from;
+    /// Decodes a stored chunk; a wrong length or a non-canonical node is `Corrupted`.
+    fn decode_chunk(key: &[u8], bytes: &[u8]) -> Result<Vec<Digest<H>>, StoreTreeError<S>> {
+        if bytes.len() != CHUNK_NODES * H::LEN {
+            return Err(SledTreeError::Corrupted {
+                key: key.to_vec(),
+                reason: "node chunk has the wrong length",
+            });
+        }
+        bytes
+            .chunks_exact(H::LEN)
+            .map(|node| {
+                H::decode(node).map_err(|_| SledTreeError::Corrupted {
+                    key: key.to_vec(),
+                    reason: "node bytes are not a canonical digest",
+                })
+            })
+            .collect()
+    }
+
+    /// The chunk's nodes as stored (the level's empty value where nothing is), through the
+    /// top-level cache.
+    fn chunk_values(&self, chunk: ChunkAddr) -> Result<Vec<Digest<H>>, StoreTreeError<S>> {
+        let cached = chunk.level >= self.cache_from;
         if cached {
-            if let Some(value) = self.cache.lock().get(&addr) {
-                return Ok(*value);
+            if let Some(values) = self.cache.lock().get(&chunk) {
+                return Ok(values.clone());
             }
         }
-        let key = node_key(addr);
-        let value = match self.store.get(&key).map_err(SledTreeError::Store)? {
-            None => self.empty.at(addr.level),
-            Some(bytes) => H::decode(&bytes).map_err(|_| SledTreeError::Corrupted {
-                key: key.to_vec(),
-                reason: "node bytes are not a canonical digest",
-            })?,
+        let key = chunk_key(chunk);
+        let values = match self.store.get(&key).map_err(SledTreeError::Store)? {
+            None => vec![self.empty.at(chunk.level); CHUNK_NODES],
+            Some(bytes) => Self::decode_chunk(&key, &bytes)?,
         };
         if cached {
-            self.cache.lock().insert(addr, value);
+            self.cache.lock().insert(chunk, values.clone());
         }
-        Ok(value)
+        Ok(values)
+    }
+
+    /// Reads a node (empty-subtree value where none is stored). Below the cached levels only
+    /// the node's own slot is decoded.
+    fn read_node(&self, addr: NodeAddr) -> Result<Digest<H>, StoreTreeError<S>> {
+        let (chunk, slot) = ChunkAddr::of(addr);
+        if chunk.level >= self.cache_from {
+            if let Some(values) = self.cache.lock().get(&chunk) {
+                return Ok(values[slot]);
+            }
+            return Ok(self.chunk_values(chunk)?[slot]);
+        }
+        let key = chunk_key(chunk);
+        match self.store.get(&key).map_err(SledTreeError::Store)? {
+            None => Ok(self.empty.at(addr.level)),
+            Some(bytes) if bytes.len() == CHUNK_NODES * H::LEN => {
+                let node = &bytes[slot * H::LEN..(slot + 1) * H::LEN];
+                H::decode(node).map_err(|_| SledTreeError::Corrupted {
+                    key: key.to_vec(),
+                    reason: "node bytes are not a canonical digest",
+                })
+            }
+            Some(_) => Err(SledTreeError::Corrupted {
+                key: key.to_vec(),
+                reason: "node chunk has the wrong length",
+            }),
+        }
     }
 
     /// Re-reads `next_index`, metadata and root from the store and empties the cache.
@@ -303,56 +349,79 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
         self.apply(batch)
     }
 
-    /// Recomputes every stored parent from its children and returns every mismatch (and fails
-    /// on undecodable nodes). An operator's check after an incident; cost is one read per stored
-    /// node.
+    /// Recomputes every stored parent from its children (hashing in parallel, per the rehash
+    /// configuration) and returns every mismatch; fails on undecodable or misplaced chunks. An
+    /// operator's check after an incident: one pass over the stored chunks.
     ///
     /// # Errors
     /// Store errors and [`SledTreeError::Corrupted`].
     pub fn verify_integrity(&self) -> Result<Vec<IntegrityIssue<Digest<H>>>, StoreTreeError<S>> {
-        let mut stored = Vec::new();
-        let mut bad_key = None;
+        let mut raw: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         self.store
-            .scan_prefix(&[NODE_PREFIX], &mut |key, value| match (
-                parse_node_key(key),
-                H::decode(value),
-            ) {
-                (Some(addr), Ok(digest)) => stored.push((addr, digest)),
-                _ => {
-                    bad_key.get_or_insert_with(|| key.to_vec());
-                }
+            .scan_prefix(&[NODE_PREFIX], &mut |key, value| {
+                raw.push((key.to_vec(), value.to_vec()))
             })
             .map_err(SledTreeError::Store)?;
-        if let Some(key) = bad_key {
-            return Err(SledTreeError::Corrupted {
-                key,
-                reason: "undecodable node key or value",
-            });
-        }
-        let check = |&(addr, digest): &(NodeAddr, Digest<H>)| -> Result<Option<IntegrityIssue<Digest<H>>>, StoreTreeError<S>> {
-            if self.depth.check_addr(addr).is_err() {
-                return Err(SledTreeError::Corrupted {
-                    key: node_key(addr).to_vec(),
-                    reason: "node address outside the tree",
-                });
+        let mut chunks: FxHashMap<ChunkAddr, Vec<Digest<H>>> = FxHashMap::default();
+        for (key, value) in raw {
+            let chunk = parse_chunk_key(&key).ok_or_else(|| SledTreeError::Corrupted {
+                key: key.clone(),
+                reason: "malformed node chunk key",
+            })?;
+            let values = Self::decode_chunk(&key, &value)?;
+            for (slot, value) in values.iter().enumerate() {
+                let addr = chunk.node(slot);
+                if self.depth.check_addr(addr).is_err() && *value != self.empty.at(chunk.level) {
+                    return Err(SledTreeError::Corrupted {
+                        key,
+                        reason: "node stored outside the tree",
+                    });
+                }
             }
-            let Some((left, right)) = addr.children() else {
-                return Ok(None);
-            };
-            let computed = H::hash_pair(&self.read_node(left)?, &self.read_node(right)?);
-            Ok((computed != digest).then_some(IntegrityIssue { addr, stored: digest, computed }))
+            chunks.insert(chunk, values);
+        }
+        let node = |addr: NodeAddr| {
+            let (chunk, slot) = ChunkAddr::of(addr);
+            chunks
+                .get(&chunk)
+                .map_or_else(|| self.empty.at(addr.level), |values| values[slot])
         };
-        let issues: Result<Vec<_>, _> = stored.iter().map(check).collect();
-        let mut issues: Vec<_> = issues?.into_iter().flatten().collect();
+        let mut parents: Vec<(NodeAddr, Digest<H>)> = Vec::new();
+        let mut children: Vec<Digest<H>> = Vec::new();
+        for (chunk, values) in &chunks {
+            for (slot, &stored) in values.iter().enumerate() {
+                let addr = chunk.node(slot);
+                let Some((left, right)) = addr.children() else {
+                    continue;
+                };
+                if self.depth.check_addr(addr).is_ok() {
+                    parents.push((addr, stored));
+                    children.push(node(left));
+                    children.push(node(right));
+                }
+            }
+        }
+        let mut computed = vec![Digest::<H>::default(); parents.len()];
+        hash_level::<H>(&children, &mut computed, &self.config);
+        let mut issues: Vec<_> = parents
+            .into_iter()
+            .zip(computed)
+            .filter(|((_, stored), computed)| stored != computed)
+            .map(|((addr, stored), computed)| IntegrityIssue {
+                addr,
+                stored,
+                computed,
+            })
+            .collect();
+        issues.sort_by_key(|issue| issue.addr);
         let top = NodeAddr {
             level: self.depth.get(),
             index: 0,
         };
-        let stored_root = self.read_node(top)?;
-        if stored_root != self.root {
+        if node(top) != self.root {
             issues.push(IntegrityIssue {
                 addr: top,
-                stored: stored_root,
+                stored: node(top),
                 computed: self.root,
             });
         }
@@ -361,20 +430,36 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
 }
 
 /// The rehash engine's view during one apply: writes go to per-level sorted buffers, reads see
-/// those buffers first and the store below. Nothing reaches the store until the commit.
+/// those buffers first and the stored chunks below (each loaded once per apply). Nothing reaches
+/// the store until the commit.
 struct Overlay<'a, H: DigestCodec, S: NodeStore> {
     tree: &'a SledMerkleTree<H, S>,
     levels: Vec<(Vec<u64>, Vec<Digest<H>>)>,
+    loaded: RefCell<FxHashMap<ChunkAddr, Vec<Digest<H>>>>,
 }
 
 impl<H: DigestCodec, S: NodeStore> Overlay<'_, H, S> {
+    /// The chunk as it was before this apply.
+    fn stored_chunk(&self, chunk: ChunkAddr) -> Result<Vec<Digest<H>>, StoreTreeError<S>> {
+        if let Some(values) = self.loaded.borrow().get(&chunk) {
+            return Ok(values.clone());
+        }
+        let values = self.tree.chunk_values(chunk)?;
+        self.loaded.borrow_mut().insert(chunk, values.clone());
+        Ok(values)
+    }
+
     fn lookup(&self, addr: NodeAddr) -> Result<Digest<H>, StoreTreeError<S>> {
         if let Some((indices, values)) = self.levels.get(usize::from(addr.level)) {
             if let Ok(i) = indices.binary_search(&addr.index) {
                 return Ok(values[i]);
             }
         }
-        self.tree.read_node(addr)
+        let (chunk, slot) = ChunkAddr::of(addr);
+        if let Some(value) = self.loaded.borrow().get(&chunk).map(|values| values[slot]) {
+            return Ok(value);
+        }
+        Ok(self.stored_chunk(chunk)?[slot])
     }
 }
 
@@ -467,27 +552,47 @@ impl<H: DigestCodec, S: NodeStore> MerkleTree for SledMerkleTree<H, S> {
         let mut overlay = Overlay {
             tree: &*self,
             levels: vec![(Vec::new(), Vec::new()); levels],
+            loaded: RefCell::new(FxHashMap::default()),
         };
         apply_writes::<H, _>(&mut overlay, self.depth, prepared.writes(), &self.config)?;
 
-        // Only nodes whose value changed are written; empty-subtree values are removed.
+        // Only chunks in which some node changed are written; all-empty chunks are removed.
         let mut store_batch = StoreBatch::default();
-        let mut encoded = vec![0u8; H::LEN];
-        let mut changed: Vec<(NodeAddr, Digest<H>)> = Vec::new();
+        let mut changed: Vec<(ChunkAddr, Vec<Digest<H>>)> = Vec::new();
         for (level, (indices, values)) in (0u8..).zip(&overlay.levels) {
-            for (&index, &value) in indices.iter().zip(values) {
-                let addr = NodeAddr { level, index };
-                if self.read_node(addr)? == value {
+            let empty = self.empty.at(level);
+            let mut i = 0;
+            while i < indices.len() {
+                let (chunk, _) = ChunkAddr::of(NodeAddr {
+                    level,
+                    index: indices[i],
+                });
+                let old = overlay.stored_chunk(chunk)?;
+                let mut new = old.clone();
+                while i < indices.len() && indices[i] >> CHUNK_BITS == chunk.chunk {
+                    let (_, slot) = ChunkAddr::of(NodeAddr {
+                        level,
+                        index: indices[i],
+                    });
+                    new[slot] = values[i];
+                    i += 1;
+                }
+                if new == old {
                     continue;
                 }
-                let key = node_key(addr);
-                if value == self.empty.at(level) {
+                let key = chunk_key(chunk);
+                if new.iter().all(|v| *v == empty) {
                     store_batch.remove(&key);
                 } else {
-                    H::encode(&value, &mut encoded);
-                    store_batch.insert(&key, encoded.clone());
+                    let mut bytes = vec![0u8; CHUNK_NODES * H::LEN];
+                    for (out, value) in bytes.chunks_exact_mut(H::LEN).zip(&new) {
+                        H::encode(value, out);
+                    }
+                    store_batch.insert(&key, bytes);
                 }
-                changed.push((addr, value));
+                if level >= self.cache_from {
+                    changed.push((chunk, new));
+                }
             }
         }
         // Deleted-slot bookkeeping. Indices at or past the old next_index were never deleted.
@@ -521,10 +626,8 @@ impl<H: DigestCodec, S: NodeStore> MerkleTree for SledMerkleTree<H, S> {
         // Committed: publish to the in-memory view.
         {
             let mut cache = self.cache.lock();
-            for (addr, value) in changed {
-                if addr.level >= self.cache_from {
-                    cache.insert(addr, value);
-                }
+            for (chunk, values) in changed {
+                cache.insert(chunk, values);
             }
         }
         self.root = new_root;
