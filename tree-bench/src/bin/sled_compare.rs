@@ -39,6 +39,36 @@ fn line(op: &str, (ours, theirs): (Stats, Stats), note: &str) {
     );
 }
 
+/// `override_range(start, writes, removes)` on both trees, interleaved.
+fn time_override(
+    ours: &mut Ours,
+    theirs: &mut Theirs,
+    start: u64,
+    writes: &[Fr],
+    removes: &[u64],
+    reps: usize,
+) -> (Stats, Stats) {
+    let removes_zk: Vec<usize> = removes.iter().map(|&i| i as usize).collect();
+    time_pair(
+        reps,
+        || (),
+        |()| {
+            ours.override_range(start, writes.iter().copied(), removes.iter().copied())
+                .unwrap()
+        },
+        || (),
+        |()| {
+            theirs
+                .override_range(
+                    start as usize,
+                    writes.iter().copied(),
+                    removes_zk.iter().copied(),
+                )
+                .unwrap()
+        },
+    )
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quick = std::env::args().any(|a| a == "--quick");
     let members: u64 = if quick { 10_000 } else { 100_000 };
@@ -103,26 +133,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let writes = leaves(1 << 40, 1 << 12);
     let start = ours.next_index() - (1 << 11);
     let removes: Vec<u64> = (0..256u64).map(|i| i * (start / 256)).collect();
-    let removes_zk: Vec<usize> = removes.iter().map(|&i| i as usize).collect();
     line(
         "override_range 2^12 + 2^8 removals",
-        time_pair(
+        time_override(
+            &mut ours,
+            &mut theirs,
+            start,
+            &writes,
+            &removes,
             reps.min(3),
-            || (),
-            |()| {
-                ours.override_range(start, writes.iter().copied(), removes.iter().copied())
-                    .unwrap()
-            },
-            || (),
-            |()| {
-                theirs
-                    .override_range(
-                        start as usize,
-                        writes.iter().copied(),
-                        removes_zk.iter().copied(),
-                    )
-                    .unwrap()
-            },
         ),
         "",
     );
@@ -243,24 +262,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut theirs = Theirs::new(usize::from(DEPTH), Fr::from(0u64), pm_config(&theirs_path)?)?;
     let start = big / 2;
     let removes: Vec<u64> = (0..256u64).map(|i| i * (big / 2 / 256)).collect();
-    let removes_zk: Vec<usize> = removes.iter().map(|&i| i as usize).collect();
-    let (o, t) = time_pair(
+    let (o, t) = time_override(
+        &mut ours,
+        &mut theirs,
+        start,
+        &writes,
+        &removes,
         reps.min(3),
-        || (),
-        |()| {
-            ours.override_range(start, writes.iter().copied(), removes.iter().copied())
-                .unwrap()
-        },
-        || (),
-        |()| {
-            theirs
-                .override_range(
-                    start as usize,
-                    writes.iter().copied(),
-                    removes_zk.iter().copied(),
-                )
-                .unwrap()
-        },
     );
     println!(
         "| override_range 2^12 + 2^8 removals | {} | {} | {:.1}x |",
