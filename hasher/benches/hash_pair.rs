@@ -4,13 +4,16 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use hasher::{Fr, Hasher, Keccak256Hasher, PoseidonHasher};
+use hasher::{FastPoseidonHasher, Fr, Hasher, Keccak256Hasher, PoseidonHasher};
 
 fn hash_pair(c: &mut Criterion) {
     let mut group = c.benchmark_group("hash_pair");
     let (l, r) = (Fr::from(12345u64), Fr::from(67890u64));
     group.bench_function("poseidon/light-poseidon", |b| {
         b.iter(|| PoseidonHasher::hash_pair(black_box(&l), black_box(&r)));
+    });
+    group.bench_function("poseidon/fast", |b| {
+        b.iter(|| FastPoseidonHasher::hash_pair(black_box(&l), black_box(&r)));
     });
     let zerokit = zerokit_utils::poseidon::Poseidon::<Fr>::from(&[(3, 8, 57, 0)]);
     group.bench_function("poseidon/zerokit", |b| {

@@ -32,12 +32,16 @@
 //! ```
 
 mod codec;
+#[cfg(feature = "poseidon")]
+mod fast;
 #[cfg(feature = "keccak")]
 mod keccak;
 #[cfg(feature = "poseidon")]
 mod poseidon;
 
 pub use codec::{DecodeError, DigestCodec};
+#[cfg(feature = "poseidon")]
+pub use fast::{poseidon_fast, FastPoseidon, FastPoseidonHasher};
 #[cfg(feature = "keccak")]
 pub use keccak::Keccak256Hasher;
 #[cfg(feature = "poseidon")]

@@ -88,3 +88,38 @@ fn parallel_and_sequential_rehash_agree() {
     par.set_min_parallel_nodes(usize::MAX);
     assert_eq!(par.rehash_config().min_parallel_nodes, usize::MAX);
 }
+
+mod fast_poseidon {
+    use super::*;
+    use hasher::FastPoseidonHasher;
+    use tree_core::testing::Op;
+    use tree_core::{MerkleTree, MerkleTreeExt};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(cases(16).min(64)))]
+
+        /// Trees hashed with FastPoseidon have exactly the roots of trees hashed with
+        /// light-poseidon, after every operation.
+        #[test]
+        fn same_roots_as_light_poseidon(ops in arb_ops(5, 20, fr_leaf)) {
+            let depth = Depth::new(5).unwrap();
+            let mut light = OptimalMerkleTree::<PoseidonHasher>::new(depth);
+            let mut fast = FullMerkleTree::<FastPoseidonHasher>::new(depth).unwrap();
+            for op in &ops {
+                let (a, b) = match op.clone() {
+                    Op::Set(i, l) => (light.set(i, l), fast.set(i, l)),
+                    Op::SetRange(s, ls) => (light.set_range(s, ls.clone()), fast.set_range(s, ls)),
+                    Op::Delete(i) => (light.delete(i), fast.delete(i)),
+                    Op::UpdateNext(l) => (light.update_next(l), fast.update_next(l)),
+                    Op::Override(s, ls, rs) => (
+                        light.override_range(s, ls.clone(), rs.clone()),
+                        fast.override_range(s, ls, rs),
+                    ),
+                    Op::SetMetadata(_) | Op::Restart => continue,
+                };
+                prop_assert_eq!(a, b);
+                prop_assert_eq!(light.root(), fast.root());
+            }
+        }
+    }
+}
