@@ -2,30 +2,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may unwrap
 
-use ark_std::{rand::SeedableRng, UniformRand};
 use hasher::{poseidon, poseidon_fast, FastPoseidonHasher, Fr, Hasher, PoseidonHasher};
 
-#[test]
-fn equals_light_poseidon_and_zerokit_on_random_inputs() {
-    let zerokit = zerokit_utils::poseidon::Poseidon::<Fr>::from(&[
-        (2, 8, 56, 0),
-        (3, 8, 57, 0),
-        (4, 8, 56, 0),
-    ]);
-    let cases: usize = std::env::var("FAST_POSEIDON_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
-    let mut rng = ark_std::rand::rngs::StdRng::seed_from_u64(0xfa57);
-    for width in 1..=3 {
-        for _ in 0..cases {
-            let inputs: Vec<Fr> = (0..width).map(|_| Fr::rand(&mut rng)).collect();
-            let fast = poseidon_fast(&inputs).unwrap();
-            assert_eq!(fast, poseidon(&inputs).unwrap(), "inputs {inputs:?}");
-            assert_eq!(fast, zerokit.hash(&inputs).unwrap(), "inputs {inputs:?}");
-        }
-    }
-}
+// Random-input equality with light-poseidon and zerokit lives in `vectors.rs`, one loop for all
+// three implementations.
 
 #[test]
 fn circomlib_vector_and_hasher() {
