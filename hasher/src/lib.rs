@@ -15,8 +15,11 @@
 //!
 //! Two hashers ship here:
 //! - [`PoseidonHasher`] (feature `poseidon`): circomlib-compatible Poseidon over BN254, the hash
-//!   of RLN membership trees, bit-for-bit what zerokit computes. [`poseidon()`] hashes 1..=12 field
-//!   elements for the RLN primitives.
+//!   of RLN membership trees, bit-for-bit what zerokit computes, evaluated by our own
+//!   [`FastPoseidon`] (sparse partial rounds, interleaved batches for whole levels).
+//!   [`poseidon()`] hashes 1..=12 field elements for the RLN primitives.
+//!   [`LightPoseidonHasher`] and [`poseidon_light()`] are the same function on light-poseidon,
+//!   the reference it is tested against.
 //! - [`Keccak256Hasher`] (feature `keccak`): Keccak-256 over 32-byte nodes, for users outside the
 //!   ZK field and as a cheap reference in benchmarks.
 //!
@@ -41,13 +44,16 @@ mod poseidon;
 
 pub use codec::{DecodeError, DigestCodec};
 #[cfg(feature = "poseidon")]
-pub use fast::{poseidon_fast, FastPoseidon, FastPoseidonHasher};
+pub use fast::{
+    hash_pairs, hash_pairs_interleaved, poseidon, FastPoseidon, PoseidonHasher, SparseMatrix,
+    INTERLEAVE,
+};
 #[cfg(feature = "keccak")]
 pub use keccak::Keccak256Hasher;
 #[cfg(feature = "poseidon")]
 pub use poseidon::{
-    fr_from_be_bytes, fr_from_le_bytes, fr_to_be_bytes, fr_to_le_bytes, poseidon, Fr,
-    PoseidonError, PoseidonHasher, POSEIDON_MAX_INPUTS,
+    fr_from_be_bytes, fr_from_le_bytes, fr_to_be_bytes, fr_to_le_bytes, poseidon_light, Fr,
+    LightPoseidonHasher, PoseidonError, POSEIDON_MAX_INPUTS,
 };
 
 /// A two-to-one hash for binary Merkle trees.

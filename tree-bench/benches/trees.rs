@@ -61,6 +61,31 @@ fn set_range(c: &mut Criterion) {
     group.finish();
 }
 
+/// A depth-20 `set_range` of 2^16 leaves into an empty tree with each Poseidon implementation:
+/// how the hasher's speed carries into a tree operation.
+fn set_range_by_hasher(c: &mut Criterion) {
+    fn run<H: hasher::Hasher<Digest = Fr>>(
+        group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+        name: &str,
+    ) {
+        let depth = Depth::new(DEPTH).unwrap_or_else(|_| unreachable!());
+        let new = leaves(0, 1 << 16);
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || OptimalMerkleTree::<H>::new(depth),
+                |mut t| t.set_range(0, new.iter().copied()),
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    let mut group = c.benchmark_group("set_range_2^16_by_hasher");
+    group.sample_size(10);
+    run::<hasher::LightPoseidonHasher>(&mut group, "light-poseidon");
+    run::<tree_bench::ZerokitPoseidonHasher>(&mut group, "zerokit-poseidon");
+    run::<PoseidonHasher>(&mut group, "canopy");
+    group.finish();
+}
+
 fn rehash_seq_par(c: &mut Criterion) {
     let mut group = c.benchmark_group("rehash");
     group.sample_size(10);
@@ -136,5 +161,12 @@ fn sled(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, set_range, rehash_seq_par, proof, sled);
+criterion_group!(
+    benches,
+    set_range,
+    set_range_by_hasher,
+    rehash_seq_par,
+    proof,
+    sled
+);
 criterion_main!(benches);

@@ -15,6 +15,25 @@ impl zerokit_utils::hasher::ZerokitHasher for ZkPoseidon {
     }
 }
 
+/// zerokit_utils' own Poseidon (`Poseidon::hash`, as `rln::hashers::PoseidonHash` uses it) as a
+/// Canopy tree hasher, so a tree operation can be timed with each Poseidon implementation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ZerokitPoseidonHasher;
+
+impl hasher::Hasher for ZerokitPoseidonHasher {
+    type Digest = Fr;
+    const ID: &'static str = "poseidon-bn254-circom";
+
+    fn hash_pair(left: &Fr, right: &Fr) -> Fr {
+        static POSEIDON: std::sync::OnceLock<zerokit_utils::poseidon::Poseidon<Fr>> =
+            std::sync::OnceLock::new();
+        POSEIDON
+            .get_or_init(|| zerokit_utils::poseidon::Poseidon::from(&[(3, 8, 57, 0)]))
+            .hash(&[*left, *right])
+            .unwrap_or_default()
+    }
+}
+
 /// Median, min and max of `reps` timed runs of `op` on a fresh `setup()` value each (setup is
 /// not timed), so every run starts from the same state.
 pub fn time_op<T>(reps: usize, mut setup: impl FnMut() -> T, mut op: impl FnMut(&mut T)) -> Stats {

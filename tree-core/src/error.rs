@@ -81,6 +81,25 @@ pub enum TreeError {
         /// Bytes the node storage would need (saturated at `u64::MAX`).
         bytes: u64,
     },
+    /// A checkpoint id at or below the newest retained one (ids must increase).
+    #[error("checkpoint {id} is not above the newest checkpoint {last}")]
+    CheckpointNotIncreasing {
+        /// The id given.
+        id: u64,
+        /// The newest retained id.
+        last: u64,
+    },
+    /// A rewind or lookup of a checkpoint that is not retained.
+    #[error("checkpoint {id} is not retained (oldest retained: {oldest:?})")]
+    UnknownCheckpoint {
+        /// The id given.
+        id: u64,
+        /// The oldest retained id, if any.
+        oldest: Option<u64>,
+    },
+    /// A proof requested against a root outside the window of acceptable roots.
+    #[error("root is not in the window of acceptable roots")]
+    RootNotInWindow,
 }
 
 /// Lets generic code (tests, adapters) see the [`TreeError`] inside a backend's error type.

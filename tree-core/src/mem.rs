@@ -8,7 +8,11 @@ use std::convert::Infallible;
 
 use derive_where::derive_where;
 use hasher::{Digest, Hasher};
+use rustc_hash::FxHashMap;
 
+use crate::history::{
+    value_at, CheckpointInfo, CheckpointList, Checkpoints, History, HistoryConfig,
+};
 use crate::rehash::{apply_writes, NodeLevels};
 use crate::state::Bookkeeping;
 use crate::{Depth, MerkleProof, MerkleTree, NodeAddr, RehashConfig, TreeError, UpdateBatch};
@@ -23,11 +27,73 @@ pub trait MemNodes<H: Hasher>: NodeLevels<H, Error = Infallible> {
     fn stored_nodes(&self) -> usize;
 }
 
+/// One checkpoint's undo frame: the value at the checkpoint of every node, and the deleted flag
+/// of every leaf, first changed after it.
+#[derive_where(Clone, Debug, Default)]
+struct Frame<H: Hasher> {
+    nodes: FxHashMap<NodeAddr, Digest<H>>,
+    deleted: FxHashMap<u64, bool>,
+}
+
+impl<H: Hasher> Frame<H> {
+    fn heap_bytes(&self) -> usize {
+        // hashbrown: one control byte per bucket next to each entry.
+        self.nodes.capacity() * (size_of::<(NodeAddr, Digest<H>)>() + 1)
+            + self.deleted.capacity() * (size_of::<(u64, bool)>() + 1)
+    }
+}
+
+/// The in-memory trees' history: checkpoints and their frames, index for index.
+#[derive_where(Clone, Debug, Default)]
+struct MemHistory<H: Hasher> {
+    config: HistoryConfig,
+    list: CheckpointList<Digest<H>>,
+    frames: Vec<Frame<H>>,
+}
+
+/// The node store as the rehash sees it while a checkpoint is open: records each node's value
+/// before its first overwrite into the newest frame, then writes through.
+struct Recorder<'a, H: Hasher, S> {
+    nodes: &'a mut S,
+    frame: &'a mut Frame<H>,
+}
+
+impl<H: Hasher, S: MemNodes<H>> NodeLevels<H> for Recorder<'_, H, S> {
+    type Error = Infallible;
+
+    fn read_children(
+        &self,
+        child_level: u8,
+        parents: &[u64],
+        out: &mut Vec<Digest<H>>,
+    ) -> Result<(), Infallible> {
+        self.nodes.read_children(child_level, parents, out)
+    }
+
+    fn write_level(
+        &mut self,
+        level: u8,
+        indices: &[u64],
+        values: &[Digest<H>],
+    ) -> Result<(), Infallible> {
+        for &index in indices {
+            let addr = NodeAddr { level, index };
+            let nodes = &*self.nodes;
+            self.frame
+                .nodes
+                .entry(addr)
+                .or_insert_with(|| nodes.get(addr));
+        }
+        self.nodes.write_level(level, indices, values)
+    }
+}
+
 /// An in-memory Merkle tree over node store `S`.
 #[derive_where(Clone, Debug; S)]
 pub struct InMemoryTree<H: Hasher, S> {
     nodes: S,
     book: Bookkeeping,
+    history: MemHistory<H>,
     _hasher: core::marker::PhantomData<H>,
 }
 
@@ -36,6 +102,7 @@ impl<H: Hasher, S: MemNodes<H>> InMemoryTree<H, S> {
         Self {
             nodes,
             book: Bookkeeping::new(depth, config),
+            history: MemHistory::default(),
             _hasher: core::marker::PhantomData,
         }
     }
@@ -55,6 +122,12 @@ impl<H: Hasher, S: MemNodes<H>> InMemoryTree<H, S> {
     #[must_use]
     pub fn stored_nodes(&self) -> usize {
         self.nodes.stored_nodes()
+    }
+
+    /// Heap bytes held by the undo frames of the retained checkpoints.
+    #[must_use]
+    pub fn history_bytes(&self) -> usize {
+        self.history.frames.iter().map(Frame::heap_bytes).sum()
     }
 }
 
@@ -92,12 +165,21 @@ impl<H: Hasher, S: MemNodes<H>> MerkleTree for InMemoryTree<H, S> {
 
     fn apply(&mut self, batch: UpdateBatch<H>) -> Result<(), TreeError> {
         let prepared = batch.validate(self.book.depth, self.book.next_index)?;
-        let Ok(()) = apply_writes::<H, S>(
-            &mut self.nodes,
-            self.book.depth,
-            prepared.writes(),
-            &self.book.config,
-        );
+        let (depth, config) = (self.book.depth, &self.book.config);
+        let Ok(()) = match self.history.frames.last_mut() {
+            Some(frame) => {
+                for &(index, _) in prepared.writes() {
+                    let was_deleted = self.book.deleted.contains(&index);
+                    frame.deleted.entry(index).or_insert(was_deleted);
+                }
+                let mut recorder = Recorder {
+                    nodes: &mut self.nodes,
+                    frame,
+                };
+                apply_writes::<H, _>(&mut recorder, depth, prepared.writes(), config)
+            }
+            None => apply_writes::<H, S>(&mut self.nodes, depth, prepared.writes(), config),
+        };
         self.book.record(&prepared);
         Ok(())
     }
@@ -122,5 +204,105 @@ impl<H: Hasher, S: MemNodes<H>> MerkleTree for InMemoryTree<H, S> {
 
     fn set_rehash_config(&mut self, config: RehashConfig) {
         self.book.config = config;
+    }
+}
+
+impl<H: Hasher, S: MemNodes<H>> History for InMemoryTree<H, S> {
+    fn history_config(&self) -> HistoryConfig {
+        self.history.config
+    }
+
+    fn set_history_config(&mut self, config: HistoryConfig) -> Result<(), TreeError> {
+        self.history.config = config;
+        let pruned = self.history.list.prune(config.max_checkpoints).len();
+        self.history.frames.drain(..pruned);
+        Ok(())
+    }
+
+    fn checkpoint(&mut self, id: u64) -> Result<(), TreeError> {
+        self.history.list.check_new(id)?;
+        if self.history.config.max_checkpoints == 0 {
+            return Ok(());
+        }
+        let info = CheckpointInfo {
+            id,
+            root: self.root(),
+            next_index: self.book.next_index,
+            metadata: self.book.metadata.clone(),
+        };
+        self.history.frames.push(Frame::default());
+        let pruned = self
+            .history
+            .list
+            .push(info, self.history.config.max_checkpoints)
+            .len();
+        self.history.frames.drain(..pruned);
+        Ok(())
+    }
+
+    fn rewind_to(&mut self, id: u64) -> Result<(), TreeError> {
+        let pos = self.history.list.position(id)?;
+        // Newest frame first, so the oldest (checkpoint `id`'s own) value of each node wins.
+        let mut nodes: FxHashMap<NodeAddr, Digest<H>> = FxHashMap::default();
+        let mut deleted: FxHashMap<u64, bool> = FxHashMap::default();
+        for frame in self.history.frames[pos..].iter().rev() {
+            nodes.extend(frame.nodes.iter().map(|(a, v)| (*a, *v)));
+            deleted.extend(frame.deleted.iter().map(|(i, d)| (*i, *d)));
+        }
+        let mut nodes: Vec<(NodeAddr, Digest<H>)> = nodes.into_iter().collect();
+        nodes.sort_unstable_by_key(|(addr, _)| *addr);
+        for level in nodes.chunk_by(|a, b| a.0.level == b.0.level) {
+            let indices: Vec<u64> = level.iter().map(|(a, _)| a.index).collect();
+            let values: Vec<Digest<H>> = level.iter().map(|(_, v)| *v).collect();
+            let Ok(()) = self.nodes.write_level(level[0].0.level, &indices, &values);
+        }
+        for (index, was_deleted) in deleted {
+            if was_deleted {
+                self.book.deleted.insert(index);
+            } else {
+                self.book.deleted.remove(&index);
+            }
+        }
+        let info = &self.history.list.as_slice()[pos];
+        self.book.next_index = info.next_index;
+        self.book.metadata.clone_from(&info.metadata);
+        debug_assert!(
+            self.root() == info.root,
+            "rewind restores the checkpoint's root"
+        );
+        self.history.list.truncate_after(pos);
+        self.history.frames.truncate(pos + 1);
+        self.history.frames[pos] = Frame::default();
+        Ok(())
+    }
+
+    fn checkpoints(&self) -> Result<Checkpoints<H>, TreeError> {
+        Ok(self.history.list.as_slice().to_vec())
+    }
+
+    fn proof_at(&self, root: &Digest<H>, index: u64) -> Result<MerkleProof<H>, TreeError> {
+        let Some(pos) =
+            self.history
+                .list
+                .resolve_root(root, self.root(), self.history.config.root_window)?
+        else {
+            return self.proof(index);
+        };
+        self.book.depth.check_index(index)?;
+        let frames = &self.history.frames[pos..];
+        let siblings = (0..self.book.depth.get())
+            .map(|level| {
+                let addr = NodeAddr {
+                    level,
+                    index: (index >> level) ^ 1,
+                };
+                let Ok(value) = value_at::<_, Infallible>(
+                    frames.iter().map(|f| Ok(f.nodes.get(&addr).copied())),
+                    || Ok(self.nodes.get(addr)),
+                );
+                value
+            })
+            .collect();
+        Ok(MerkleProof::new(index, siblings))
     }
 }

@@ -9,7 +9,7 @@
 use std::error::Error;
 use std::time::Instant;
 
-use hasher::{poseidon_fast as poseidon, FastPoseidonHasher as PoseidonHasher, Fr};
+use hasher::{poseidon, Fr, PoseidonHasher};
 use tree_core::{Depth, MerkleTree, UpdateBatch};
 use tree_sled::{SledConfig, SledMerkleTree};
 
@@ -60,7 +60,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let depth = Depth::new(20)?;
     let config = SledConfig::new(&path);
     println!(
-        "database: {} (depth {depth}, Poseidon/BN254, FastPoseidon)",
+        "database: {} (depth {depth}, Poseidon/BN254)",
         path.display()
     );
 

@@ -2,12 +2,14 @@
 //! tree, random operation sequences and the model check that drives any [`MerkleTree`] with them.
 
 // Test support: failing loudly on the first divergence is its job.
-#![allow(clippy::panic)]
+#![allow(clippy::panic, clippy::expect_used)]
 
 mod hashers;
+mod history;
 mod ops;
 mod reference;
 
 pub use hashers::MixHasher;
-pub use ops::{arb_ops, assert_same_state, check_ops, mix_leaf, Op};
+pub use history::{arb_history_ops, check_history_ops, HistoryOp};
+pub use ops::{apply_op, arb_ops, assert_same_state, check_ops, mix_leaf, Op};
 pub use reference::ReferenceTree;

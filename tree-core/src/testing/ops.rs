@@ -58,7 +58,10 @@ pub fn arb_ops<D: Clone + core::fmt::Debug + 'static>(
     prop::collection::vec(op, 1..max_len)
 }
 
-fn rule_error<E: AsTreeError + core::fmt::Debug>(result: Result<(), E>) -> Result<(), TreeError> {
+/// The rule violation inside a backend's result; panics on a storage error (a model run has none).
+pub(crate) fn rule_error<V, E: AsTreeError + core::fmt::Debug>(
+    result: Result<V, E>,
+) -> Result<V, TreeError> {
     result.map_err(|e| match e.as_tree_error() {
         Some(rule) => rule.clone(),
         None => panic!("storage error during a model run: {e:?}"),
@@ -79,42 +82,55 @@ pub fn check_ops<T: MerkleTree>(
 ) -> T {
     let mut model = ReferenceTree::<T::Hasher>::new(tree.depth());
     for (step, op) in ops.iter().enumerate() {
-        let (got, want) = match op.clone() {
-            Op::Set(i, l) => (rule_error(tree.set(i, l)), model.set(i, l)),
-            Op::SetRange(s, ls) => (
-                rule_error(tree.set_range(s, ls.iter().copied())),
-                model.set_range(s, &ls),
-            ),
-            Op::Delete(i) => (rule_error(tree.delete(i)), model.delete(i)),
-            Op::UpdateNext(l) => (rule_error(tree.update_next(l)), model.update_next(l)),
-            Op::Override(s, ls, rs) => (
-                rule_error(tree.override_range(s, ls.iter().copied(), rs.iter().copied())),
-                model.override_range(s, &ls, &rs),
-            ),
-            Op::SetMetadata(m) => {
-                model.set_metadata(&m);
-                (rule_error(tree.set_metadata(&m)), Ok(()))
-            }
-            Op::Restart => {
-                tree = restart(tree);
-                (Ok(()), Ok(()))
-            }
-        };
+        let (next, got, want) = apply_op(tree, &mut model, op, &mut restart);
+        tree = next;
         assert_eq!(got, want, "step {step}: result of {op:?}");
         assert_same_state(&tree, &model, step, op);
     }
     tree
 }
 
+/// Applies one [`Op`] to `tree` and `model`; returns the tree (reopened on [`Op::Restart`]) and
+/// both results.
+pub fn apply_op<T: MerkleTree>(
+    mut tree: T,
+    model: &mut ReferenceTree<T::Hasher>,
+    op: &Op<Digest<T::Hasher>>,
+    restart: &mut impl FnMut(T) -> T,
+) -> (T, Result<(), TreeError>, Result<(), TreeError>) {
+    let (got, want) = match op.clone() {
+        Op::Set(i, l) => (rule_error(tree.set(i, l)), model.set(i, l)),
+        Op::SetRange(s, ls) => (
+            rule_error(tree.set_range(s, ls.iter().copied())),
+            model.set_range(s, &ls),
+        ),
+        Op::Delete(i) => (rule_error(tree.delete(i)), model.delete(i)),
+        Op::UpdateNext(l) => (rule_error(tree.update_next(l)), model.update_next(l)),
+        Op::Override(s, ls, rs) => (
+            rule_error(tree.override_range(s, ls.iter().copied(), rs.iter().copied())),
+            model.override_range(s, &ls, &rs),
+        ),
+        Op::SetMetadata(m) => {
+            model.set_metadata(&m);
+            (rule_error(tree.set_metadata(&m)), Ok(()))
+        }
+        Op::Restart => {
+            tree = restart(tree);
+            (Ok(()), Ok(()))
+        }
+    };
+    (tree, got, want)
+}
+
 /// Asserts `tree` and `model` hold the same observable state.
 ///
 /// # Panics
 /// On any difference.
-pub fn assert_same_state<T: MerkleTree, D: core::fmt::Debug>(
+pub fn assert_same_state<T: MerkleTree>(
     tree: &T,
     model: &ReferenceTree<T::Hasher>,
     step: usize,
-    op: &Op<D>,
+    op: &impl core::fmt::Debug,
 ) {
     let ctx = || format!("step {step} after {op:?}");
     assert_eq!(tree.root(), model.root(), "root, {}", ctx());

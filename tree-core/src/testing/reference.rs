@@ -10,7 +10,7 @@ use hasher::{Digest, Hasher};
 use crate::{Depth, MerkleProof, TreeError};
 
 /// A deliberately simple Merkle tree for small depths (root recomputation is `O(capacity)`).
-#[derive(Debug, Clone)]
+#[derive_where::derive_where(Debug, Clone)]
 pub struct ReferenceTree<H: Hasher> {
     depth: Depth,
     leaves: BTreeMap<u64, Digest<H>>,
