@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use tree_core::testing::MixHasher;
-use tree_core::{Depth, MerkleTree, MerkleTreeExt, OptimalMerkleTree, UpdateBatch};
+use tree_core::{
+    Depth, History, HistoryConfig, MerkleTree, MerkleTreeExt, OptimalMerkleTree, UpdateBatch,
+};
 use tree_sled::{Durability, SledConfig, SledMerkleTree};
 
 const DEPTH: u8 = 16;
@@ -38,6 +40,194 @@ fn config(dir: &std::path::Path) -> SledConfig {
     SledConfig::new(dir).durability(Durability::EveryCommit)
 }
 
+/// History mode: retention small enough that checkpoints prune.
+const HISTORY: HistoryConfig = HistoryConfig {
+    max_checkpoints: 6,
+    root_window: 3,
+};
+
+/// History step `s` (one commit each): mostly "apply batch, then checkpoint it" as two steps,
+/// sometimes a rewind of 1–3 checkpoints. Deterministic in (seed, s, tree state), so the model
+/// replays exactly what the writer did.
+/// Returns whether the step was a rewind.
+fn history_step<T: History<Hasher = MixHasher>>(
+    tree: &mut T,
+    seed: u64,
+    s: u64,
+) -> Result<bool, T::Error> {
+    let mut rng = StdRng::seed_from_u64(seed ^ (s << 24) ^ 0x5171);
+    let checkpoints = tree.checkpoints()?;
+    // Even steps checkpoint what the odd step before did.
+    if s.is_multiple_of(2) {
+        return tree.checkpoint(s).map(|()| false);
+    }
+    if checkpoints.len() > 2 && rng.gen_ratio(1, 3) {
+        let back = rng.gen_range(1..=checkpoints.len().min(3));
+        return tree
+            .rewind_to(checkpoints[checkpoints.len() - back].id)
+            .map(|()| true);
+    }
+    tree.apply(batch(seed, s, tree.next_index()))
+        .map(|()| false)
+}
+
+/// History mode writer: runs history steps 1, 2, ... and prints `ack s` after each.
+#[test]
+fn crash_child_history_writer() {
+    let (Ok(dir), Ok(seed)) = (
+        std::env::var("CANOPY_CRASH_HISTORY_CHILD"),
+        std::env::var("CANOPY_CRASH_SEED"),
+    ) else {
+        return;
+    };
+    let seed: u64 = seed.parse().unwrap();
+    let mut tree =
+        SledMerkleTree::<MixHasher>::open(&config(dir.as_ref()), Depth::new(DEPTH).unwrap())
+            .unwrap();
+    tree.set_history_config(HISTORY).unwrap();
+    let mut out = std::io::stdout().lock();
+    for s in 1.. {
+        history_step(&mut tree, seed, s).unwrap();
+        writeln!(out, "ack {s}").unwrap();
+        out.flush().unwrap();
+    }
+}
+
+/// Spawns this test binary as `child_test` with `env` set to a fresh directory, kills it with
+/// SIGKILL after a random delay, and returns the directory and the last acknowledged step.
+fn run_and_kill(
+    child_test: &str,
+    env: &str,
+    seed: u64,
+    rng: &mut StdRng,
+) -> (tempfile::TempDir, u64) {
+    let exe = std::env::current_exe().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(&exe)
+        .args(["--exact", child_test, "--nocapture", "--test-threads=1"])
+        .env(env, dir.path())
+        .env("CANOPY_CRASH_SEED", seed.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut last = 0u64;
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(k) = line.strip_prefix("ack ") {
+                last = k.trim().parse().unwrap_or(last);
+            }
+        }
+        last
+    });
+    // Kill at a random moment: sometimes before the first step, mostly mid-stream.
+    std::thread::sleep(Duration::from_millis(rng.gen_range(5..250)));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    (dir, reader.join().unwrap())
+}
+
+fn trials() -> u64 {
+    std::env::var("CANOPY_CRASH_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100)
+}
+
+/// kill -9 during applies, checkpoints (with pruning) and rewinds: after reopen the tree, its
+/// checkpoints and its undo frames equal the model after some prefix of steps, never before the
+/// last acknowledged one; a crash during a rewind leaves the old or the rewound state, and
+/// rewinding the reopened tree to its oldest checkpoint gives the model's state there.
+#[test]
+fn kill_9_during_checkpoints_and_rewinds() {
+    if std::env::var("CANOPY_CRASH_HISTORY_CHILD").is_ok()
+        || std::env::var("CANOPY_CRASH_CHILD").is_ok()
+    {
+        return;
+    }
+    let trials = trials() / 2;
+    let mut rng = StdRng::seed_from_u64(0x415);
+    let (mut bad, mut max_acked, mut rewinds_seen) = (0, 0, 0u64);
+    let depth = Depth::new(DEPTH).unwrap();
+    for trial in 0..trials {
+        let seed = rng.gen::<u64>();
+        let (dir, acked) = run_and_kill(
+            "crash_child_history_writer",
+            "CANOPY_CRASH_HISTORY_CHILD",
+            seed,
+            &mut rng,
+        );
+        max_acked = max_acked.max(acked);
+        let mut tree = SledMerkleTree::<MixHasher>::open(&config(dir.path()), depth).unwrap();
+        let observe = |root: u64, next: u64, meta: Vec<u8>, ids: Vec<u64>| (root, next, meta, ids);
+        let got = observe(
+            tree.root(),
+            tree.next_index(),
+            tree.metadata().unwrap(),
+            tree.checkpoints().unwrap().iter().map(|c| c.id).collect(),
+        );
+        let mut model = OptimalMerkleTree::<MixHasher>::new(depth);
+        model.set_history_config(HISTORY).unwrap();
+        let mut matched = None;
+        let mut snapshot = None;
+        for s in 0..=acked + 1 {
+            if s > 0 && history_step(&mut model, seed, s).unwrap() {
+                rewinds_seen += 1;
+            }
+            let want = observe(
+                model.root(),
+                model.next_index(),
+                model.metadata().unwrap(),
+                model.checkpoints().unwrap().iter().map(|c| c.id).collect(),
+            );
+            if want == got {
+                matched = Some(s);
+                snapshot = Some(model.clone());
+            }
+        }
+        let (Some(s), Some(mut model)) = (matched, snapshot) else {
+            bad += 1;
+            eprintln!("trial {trial}: state matches no step prefix (acked {acked})");
+            continue;
+        };
+        if s < acked {
+            bad += 1;
+            eprintln!("trial {trial}: reopened at step {s} but {acked} were acknowledged");
+            continue;
+        }
+        assert!(tree.verify_integrity().unwrap().is_empty(), "trial {trial}");
+        // The undo frames on disk are complete: rewinding to the oldest checkpoint gives the
+        // model's state there.
+        if let Some(oldest) = model.checkpoints().unwrap().first().map(|c| c.id) {
+            tree.rewind_to(oldest).unwrap();
+            model.rewind_to(oldest).unwrap();
+            assert_eq!(
+                tree.root(),
+                model.root(),
+                "trial {trial}: rewind after reopen"
+            );
+            assert_eq!(tree.next_index(), model.next_index(), "trial {trial}");
+            assert_eq!(
+                tree.empty_leaves_indices().unwrap(),
+                model.empty_leaves_indices().unwrap(),
+                "trial {trial}"
+            );
+            assert_eq!(tree.metadata().unwrap(), model.metadata().unwrap());
+        }
+    }
+    println!(
+        "kill -9 with history: {trials} trials, {bad} bad (max acknowledged step {max_acked}, \
+         {rewinds_seen} rewinds replayed)"
+    );
+    assert_eq!(bad, 0);
+    assert!(
+        max_acked > 0 && rewinds_seen > 0,
+        "the writer did too little to prove anything"
+    );
+}
+
 /// The writer: applies batches 1, 2, ... and prints `ack k` after each commit returns.
 #[test]
 fn crash_child_writer() {
@@ -61,48 +251,17 @@ fn crash_child_writer() {
 
 #[test]
 fn kill_9_never_tears_a_batch() {
-    if std::env::var("CANOPY_CRASH_CHILD").is_ok() {
+    if std::env::var("CANOPY_CRASH_CHILD").is_ok()
+        || std::env::var("CANOPY_CRASH_HISTORY_CHILD").is_ok()
+    {
         return;
     }
-    let trials: u64 = std::env::var("CANOPY_CRASH_TRIALS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
-    let exe = std::env::current_exe().unwrap();
+    let trials = trials();
     let mut rng = StdRng::seed_from_u64(0xc4a5);
     let (mut torn, mut lost, mut max_acked) = (0, 0, 0);
     for trial in 0..trials {
-        let dir = tempfile::tempdir().unwrap();
         let seed = rng.gen::<u64>();
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "crash_child_writer",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("CANOPY_CRASH_CHILD", dir.path())
-            .env("CANOPY_CRASH_SEED", seed.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut last = 0u64;
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(k) = line.strip_prefix("ack ") {
-                    last = k.trim().parse().unwrap_or(last);
-                }
-            }
-            last
-        });
-        // Kill at a random moment: sometimes before the first batch, mostly mid-stream.
-        std::thread::sleep(Duration::from_millis(rng.gen_range(5..250)));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        let acked = reader.join().unwrap();
+        let (dir, acked) = run_and_kill("crash_child_writer", "CANOPY_CRASH_CHILD", seed, &mut rng);
         max_acked = max_acked.max(acked);
 
         // Reopen and find which prefix of batches the store holds.

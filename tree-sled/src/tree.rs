@@ -3,15 +3,21 @@
 use hasher::{Digest, DigestCodec};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
+use tree_core::history::{value_at, CheckpointList, Checkpoints};
 use tree_core::rehash::{apply_writes, hash_level, NodeLevels};
-use tree_core::{Depth, EmptyRoots, MerkleTree, NodeAddr, RehashConfig, UpdateBatch};
+use tree_core::{
+    CheckpointInfo, Depth, EmptyRoots, History, HistoryConfig, MerkleProof, MerkleTree, NodeAddr,
+    RehashConfig, UpdateBatch,
+};
 
 use std::cell::RefCell;
 
 use crate::keys::{
-    chunk_key, deleted_key, parse_chunk_key, parse_deleted_key, ChunkAddr, CHUNK_BITS, CHUNK_NODES,
-    DELETED_PREFIX, DEPTH_KEY, DIGEST_LEN_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, HASHER_KEY,
-    METADATA_KEY, NEXT_INDEX_KEY, NODE_PREFIX,
+    checkpoint_key, chunk_key, decode_undo, deleted_key, encode_undo, parse_checkpoint_key,
+    parse_chunk_key, parse_deleted_key, parse_undo_key, undo_key, undo_prefix, ChunkAddr,
+    CHECKPOINT_PREFIX, CHUNK_BITS, CHUNK_NODES, DELETED_PREFIX, DEPTH_KEY, DIGEST_LEN_KEY,
+    FORMAT_VERSION, FORMAT_VERSION_KEY, HASHER_KEY, HISTORY_KEY, METADATA_KEY, NEXT_INDEX_KEY,
+    NODE_PREFIX, UNDO_PREFIX,
 };
 use crate::store::{NodeStore, SledStore, StoreBatch};
 use crate::{SledConfig, SledTreeError};
@@ -67,6 +73,10 @@ pub struct SledMerkleTree<H: DigestCodec, S: NodeStore = SledStore> {
     /// Chunks at levels `>= cache_from` (the top of the tree), filled on read and on commit.
     cache: Mutex<FxHashMap<ChunkAddr, Vec<Digest<H>>>>,
     cache_from: u8,
+    /// Retention settings (persisted under `Mhistory`).
+    history: HistoryConfig,
+    /// The retained checkpoints (their records are in the store; this mirrors them).
+    checkpoints: CheckpointList<Digest<H>>,
 }
 
 impl<H: DigestCodec> SledMerkleTree<H, SledStore> {
@@ -211,7 +221,10 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             config,
             cache: Mutex::new(FxHashMap::default()),
             cache_from: depth.get().saturating_sub(cached_levels.saturating_sub(1)),
+            history: HistoryConfig::default(),
+            checkpoints: CheckpointList::default(),
         };
+        tree.load_history()?;
         if cached_levels == 0 {
             tree.cache_from = u8::MAX;
         }
@@ -311,7 +324,114 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
         self.next_index = next_index;
         self.metadata = metadata;
         self.root = root;
+        self.load_history()
+    }
+
+    /// Reads the history configuration and the checkpoint records.
+    fn load_history(&mut self) -> Result<(), StoreTreeError<S>> {
+        self.history = match self.store.get(HISTORY_KEY).map_err(SledTreeError::Store)? {
+            None => HistoryConfig::default(),
+            Some(bytes) if bytes.len() == 16 => {
+                let max = decode_u64(HISTORY_KEY, &bytes[..8])?;
+                let window = decode_u64(HISTORY_KEY, &bytes[8..])?;
+                HistoryConfig {
+                    max_checkpoints: usize::try_from(max).unwrap_or(usize::MAX),
+                    root_window: usize::try_from(window).unwrap_or(usize::MAX),
+                }
+            }
+            Some(_) => {
+                return Err(SledTreeError::Corrupted {
+                    key: HISTORY_KEY.to_vec(),
+                    reason: "expected 16 bytes",
+                })
+            }
+        };
+        let mut raw: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        self.store
+            .scan_prefix(&[CHECKPOINT_PREFIX], &mut |key, value| {
+                raw.push((key.to_vec(), value.to_vec()))
+            })
+            .map_err(SledTreeError::Store)?;
+        let mut list = Vec::with_capacity(raw.len());
+        for (key, value) in raw {
+            let corrupted = |reason| SledTreeError::Corrupted {
+                key: key.clone(),
+                reason,
+            };
+            let id =
+                parse_checkpoint_key(&key).ok_or_else(|| corrupted("malformed checkpoint key"))?;
+            if value.len() < H::LEN + 8 {
+                return Err(corrupted("checkpoint record too short"));
+            }
+            let (root, rest) = value.split_at(H::LEN);
+            let (next_index, metadata) = rest.split_at(8);
+            list.push(CheckpointInfo {
+                id,
+                root: H::decode(root).map_err(|_| corrupted("checkpoint root is not a digest"))?,
+                next_index: decode_u64(&key, next_index)?,
+                metadata: metadata.to_vec(),
+            });
+        }
+        // Keys sort by big-endian id, so a scan is already in increasing order.
+        self.checkpoints = CheckpointList::from_sorted(list)?;
         Ok(())
+    }
+
+    /// Adds the removal of `ids`' checkpoint records and undo frames to `batch`.
+    fn remove_checkpoints(
+        &self,
+        ids: &[u64],
+        batch: &mut StoreBatch,
+    ) -> Result<(), StoreTreeError<S>> {
+        for &id in ids {
+            batch.remove(&checkpoint_key(id));
+            self.store
+                .scan_prefix(&undo_prefix(id), &mut |key, _| batch.remove(key))
+                .map_err(SledTreeError::Store)?;
+        }
+        Ok(())
+    }
+
+    /// Commits `batch`; on failure re-reads the in-memory view from the store.
+    fn commit_or_reload(&mut self, batch: StoreBatch) -> Result<(), StoreTreeError<S>> {
+        if let Err(error) = self.store.commit(batch) {
+            self.reload()?;
+            return Err(SledTreeError::Store(error));
+        }
+        Ok(())
+    }
+
+    /// Undo records stored and their total key + value bytes: what the retained checkpoints
+    /// cost on disk (before sled's own overhead).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub fn history_size(&self) -> Result<(usize, usize), StoreTreeError<S>> {
+        let (mut records, mut bytes) = (0, 0);
+        self.store
+            .scan_prefix(&[UNDO_PREFIX], &mut |key, value| {
+                records += 1;
+                bytes += key.len() + value.len();
+            })
+            .map_err(SledTreeError::Store)?;
+        Ok((records, bytes))
+    }
+
+    /// Node `addr` as recorded in checkpoint `id`'s undo frame, if that frame has its chunk.
+    fn undo_node(&self, id: u64, addr: NodeAddr) -> Result<Option<Digest<H>>, StoreTreeError<S>> {
+        let (chunk, slot) = ChunkAddr::of(addr);
+        let key = undo_key(id, &chunk_key(chunk));
+        let Some(bytes) = self.store.get(&key).map_err(SledTreeError::Store)? else {
+            return Ok(None);
+        };
+        match decode_undo(&bytes) {
+            Some(None) => Ok(Some(self.empty.at(addr.level))),
+            Some(Some(chunk_bytes)) => Ok(Some(Self::decode_chunk(&key, chunk_bytes)?[slot])),
+            None => Err(SledTreeError::Corrupted {
+                key,
+                reason: "malformed undo record",
+            }),
+        }
     }
 
     /// Makes every applied batch durable.
@@ -615,13 +735,33 @@ impl<H: DigestCodec, S: NodeStore> MerkleTree for SledMerkleTree<H, S> {
         })?;
         drop(overlay);
 
-        if !store_batch.is_empty() {
-            if let Err(error) = self.store.commit(store_batch) {
-                // The store may or may not hold the batch (e.g. written but not flushed): take
-                // the in-memory view from the store again rather than guess.
-                self.reload()?;
-                return Err(SledTreeError::Store(error));
+        // With a checkpoint open, each key's value before its first overwrite since that
+        // checkpoint joins the same batch (counters and metadata are in the checkpoint record).
+        if let Some(latest) = self.checkpoints.latest() {
+            let keys: Vec<Vec<u8>> = store_batch
+                .ops()
+                .iter()
+                .map(|(key, _)| key.clone())
+                .filter(|key| key != NEXT_INDEX_KEY && key != METADATA_KEY)
+                .collect();
+            for key in keys {
+                let record = undo_key(latest.id, &key);
+                if self
+                    .store
+                    .get(&record)
+                    .map_err(SledTreeError::Store)?
+                    .is_none()
+                {
+                    let old = self.store.get(&key).map_err(SledTreeError::Store)?;
+                    store_batch.insert(&record, encode_undo(old.as_deref()));
+                }
             }
+        }
+
+        if !store_batch.is_empty() {
+            // The store may or may not hold a failed batch (e.g. written but not flushed): the
+            // in-memory view is taken from the store again rather than guessed.
+            self.commit_or_reload(store_batch)?;
         }
         // Committed: publish to the in-memory view.
         {
@@ -644,6 +784,143 @@ impl<H: DigestCodec, S: NodeStore> MerkleTree for SledMerkleTree<H, S> {
 
     fn set_rehash_config(&mut self, config: RehashConfig) {
         self.config = config;
+    }
+}
+
+impl<H: DigestCodec, S: NodeStore> History for SledMerkleTree<H, S> {
+    fn history_config(&self) -> HistoryConfig {
+        self.history
+    }
+
+    /// Persists the settings; pruning is part of the same batch.
+    fn set_history_config(&mut self, config: HistoryConfig) -> Result<(), Self::Error> {
+        let mut list = self.checkpoints.clone();
+        let pruned = list.prune(config.max_checkpoints);
+        let mut batch = StoreBatch::default();
+        let mut value = Vec::with_capacity(16);
+        value.extend_from_slice(&(config.max_checkpoints as u64).to_be_bytes());
+        value.extend_from_slice(&(config.root_window as u64).to_be_bytes());
+        batch.insert(HISTORY_KEY, value);
+        self.remove_checkpoints(&pruned, &mut batch)?;
+        self.commit_or_reload(batch)?;
+        self.history = config;
+        self.checkpoints = list;
+        Ok(())
+    }
+
+    /// One batch: the checkpoint record, and the removal of pruned checkpoints and frames.
+    fn checkpoint(&mut self, id: u64) -> Result<(), Self::Error> {
+        self.checkpoints.check_new(id)?;
+        if self.history.max_checkpoints == 0 {
+            return Ok(());
+        }
+        let info = CheckpointInfo {
+            id,
+            root: self.root,
+            next_index: self.next_index,
+            metadata: self.metadata.clone(),
+        };
+        let mut record = vec![0u8; H::LEN];
+        H::encode(&info.root, &mut record);
+        record.extend_from_slice(&info.next_index.to_be_bytes());
+        record.extend_from_slice(&info.metadata);
+        let mut list = self.checkpoints.clone();
+        let pruned = list.push(info, self.history.max_checkpoints);
+        let mut batch = StoreBatch::default();
+        batch.insert(&checkpoint_key(id), record);
+        self.remove_checkpoints(&pruned, &mut batch)?;
+        self.commit_or_reload(batch)?;
+        self.checkpoints = list;
+        Ok(())
+    }
+
+    /// One batch: the restored keys and counters, and the removal of the frames and later
+    /// checkpoints it consumes. A crash leaves the tree before or after the rewind.
+    fn rewind_to(&mut self, id: u64) -> Result<(), Self::Error> {
+        let pos = self.checkpoints.position(id)?;
+        let info = self.checkpoints.as_slice()[pos].clone();
+        let mut batch = StoreBatch::default();
+        let mut restore: std::collections::BTreeMap<Vec<u8>, Option<Vec<u8>>> =
+            std::collections::BTreeMap::new();
+        let mut bad_key = None;
+        // Oldest frame first: the first record of a key is its value at checkpoint `id`.
+        for frame in &self.checkpoints.as_slice()[pos..] {
+            self.store
+                .scan_prefix(&undo_prefix(frame.id), &mut |key, value| {
+                    match (parse_undo_key(key), decode_undo(value)) {
+                        (Some((_, original)), Some(old)) => {
+                            restore
+                                .entry(original.to_vec())
+                                .or_insert_with(|| old.map(<[u8]>::to_vec));
+                        }
+                        _ => {
+                            bad_key.get_or_insert_with(|| key.to_vec());
+                        }
+                    }
+                    batch.remove(key);
+                })
+                .map_err(SledTreeError::Store)?;
+        }
+        if let Some(key) = bad_key {
+            return Err(SledTreeError::Corrupted {
+                key,
+                reason: "malformed undo record",
+            });
+        }
+        for (key, value) in restore {
+            match value {
+                Some(value) => batch.insert(&key, value),
+                None => batch.remove(&key),
+            }
+        }
+        for later in &self.checkpoints.as_slice()[pos + 1..] {
+            batch.remove(&checkpoint_key(later.id));
+        }
+        batch.insert(NEXT_INDEX_KEY, info.next_index.to_be_bytes().to_vec());
+        if info.metadata.is_empty() {
+            batch.remove(METADATA_KEY);
+        } else {
+            batch.insert(METADATA_KEY, info.metadata.clone());
+        }
+        self.commit_or_reload(batch)?;
+        self.reload()?;
+        if self.root != info.root {
+            return Err(SledTreeError::Corrupted {
+                key: checkpoint_key(id).to_vec(),
+                reason: "rewound root differs from the checkpoint's",
+            });
+        }
+        Ok(())
+    }
+
+    fn checkpoints(&self) -> Result<Checkpoints<H>, Self::Error> {
+        Ok(self.checkpoints.as_slice().to_vec())
+    }
+
+    fn proof_at(&self, root: &Digest<H>, index: u64) -> Result<MerkleProof<H>, Self::Error> {
+        let Some(pos) = self
+            .checkpoints
+            .resolve_root(root, self.root, self.history.root_window)?
+        else {
+            return self.proof(index);
+        };
+        self.depth.check_index(index)?;
+        let frames: Vec<u64> = self.checkpoints.as_slice()[pos..]
+            .iter()
+            .map(|c| c.id)
+            .collect();
+        let siblings = (0..self.depth.get())
+            .map(|level| {
+                let addr = NodeAddr {
+                    level,
+                    index: (index >> level) ^ 1,
+                };
+                value_at(frames.iter().map(|&id| self.undo_node(id, addr)), || {
+                    self.read_node(addr)
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(MerkleProof::new(index, siblings))
     }
 }
 
