@@ -56,6 +56,7 @@ mod mem;
 mod optimal;
 mod proof;
 pub mod rehash;
+pub mod snapshot;
 mod state;
 mod tree;
 
@@ -72,4 +73,5 @@ pub use mem::{InMemoryTree, MemNodes};
 pub use optimal::{OptimalMerkleTree, SparseNodes};
 pub use proof::MerkleProof;
 pub use rehash::{RehashConfig, DEFAULT_MIN_PARALLEL_NODES};
+pub use snapshot::{Snapshot, SnapshotError};
 pub use tree::{MerkleTree, MerkleTreeExt};

@@ -197,7 +197,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quick = args.iter().any(|a| a == "--quick");
     let base: u64 = if quick { 1 << 14 } else { 1 << 16 };
     println!(
-        "Canopy vs zerokit_utils 3.0.0, depth {DEPTH}, Poseidon (light-poseidon, same for both), \
+        "Canopy vs zerokit_utils 3.0.0, depth {DEPTH}, the same Poseidon (ours, FastPoseidon) for both, \
          {} threads, tree prefilled with {base} leaves{}",
         std::thread::available_parallelism().map_or(1, usize::from),
         if quick { " (--quick)" } else { "" }

@@ -76,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let depth = Depth::new(DEPTH)?;
     let dir = tempfile::tempdir()?;
     println!(
-        "SledMerkleTree vs rln 3.0.0 PmTree, depth {DEPTH}, Poseidon (light-poseidon) in both, \
+        "SledMerkleTree vs rln 3.0.0 PmTree, depth {DEPTH}, the same Poseidon (ours, FastPoseidon) in both, \
          sled 0.34.7, periodic flush (500 ms) in both unless noted"
     );
 
