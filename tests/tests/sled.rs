@@ -1,10 +1,10 @@
 //! The persistent tree: the model suite with restarts, fault injection, bad input on open.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use hasher::{Keccak256Hasher, PoseidonHasher};
-use integration_tests::{cases, fr_leaf};
+use integration_tests::{cases, fr_leaf, FaultyStore, Injected};
 use proptest::prelude::*;
 use tree_core::testing::{arb_ops, check_ops, mix_leaf, MixHasher, Op, ReferenceTree};
 use tree_core::{Depth, MerkleTree, MerkleTreeExt, RehashConfig, UpdateBatch};
@@ -68,46 +68,6 @@ proptest! {
             open(&config)
         });
         prop_assert!(tree.verify_integrity().unwrap().is_empty());
-    }
-}
-
-/// A store that fails the N-th commit (before writing anything), or every flush after it.
-#[derive(Clone)]
-struct FaultyStore {
-    inner: MemStore,
-    commits: Arc<AtomicUsize>,
-    fail_at: usize,
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("injected fault")]
-struct Injected;
-
-impl NodeStore for FaultyStore {
-    type Error = Injected;
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Injected> {
-        Ok(self.inner.get(key).unwrap_or_default())
-    }
-    fn commit(&self, batch: StoreBatch) -> Result<(), Injected> {
-        if self.commits.fetch_add(1, Ordering::SeqCst) == self.fail_at {
-            return Err(Injected);
-        }
-        let Ok(()) = self.inner.commit(batch);
-        Ok(())
-    }
-    fn flush(&self) -> Result<(), Injected> {
-        Ok(())
-    }
-    fn scan_prefix(
-        &self,
-        prefix: &[u8],
-        visit: &mut dyn FnMut(&[u8], &[u8]),
-    ) -> Result<(), Injected> {
-        let Ok(()) = self.inner.scan_prefix(prefix, visit);
-        Ok(())
-    }
-    fn is_empty(&self) -> Result<bool, Injected> {
-        Ok(self.inner.is_empty().unwrap_or(false))
     }
 }
 

@@ -101,3 +101,126 @@ fn undo_records_are_consumed_by_rewind_and_pruning() {
     );
     assert_eq!(tree.checkpoints().unwrap().len(), 1);
 }
+
+/// Every commit of a history run fails in turn: a failed apply, checkpoint, pruning or rewind
+/// leaves the tree (in memory and after reopen) exactly as before the call, and the run then
+/// continues to the model's final state.
+#[test]
+fn failed_commits_in_checkpoints_and_rewinds_change_nothing() {
+    use integration_tests::{FaultyStore, Injected};
+    use tree_sled::SledTreeError;
+
+    let depth = Depth::new(6).unwrap();
+    let config = HistoryConfig {
+        max_checkpoints: 3,
+        root_window: 2,
+    };
+    type Step = fn(&mut dyn FnMut(Call));
+    enum Call {
+        Apply(u64),
+        Checkpoint(u64),
+        Rewind(u64),
+    }
+    let script: Step = |run| {
+        for b in 1..=6u64 {
+            run(Call::Apply(b));
+            run(Call::Checkpoint(b));
+            if b % 3 == 0 {
+                run(Call::Rewind(b - 1));
+            }
+        }
+    };
+    let observe = |t: &dyn Fn() -> (u64, u64, Vec<u8>, Vec<u64>)| t();
+    let mut injected_total = 0;
+    // Commit 0 creates the store and commit 1 stores the history settings.
+    for fail_at in 2..40 {
+        let store = FaultyStore::new(fail_at);
+        let mut tree = SledMerkleTree::<MixHasher, _>::open_store(
+            store.clone(),
+            depth,
+            RehashConfig::default(),
+            2,
+        )
+        .unwrap();
+        tree.set_history_config(config).unwrap();
+        let mut model = tree_core::OptimalMerkleTree::<MixHasher>::new(depth);
+        model.set_history_config(config).unwrap();
+        let mut failures = 0;
+        script(&mut |call| {
+            let state = |t: &SledMerkleTree<MixHasher, FaultyStore>| {
+                observe(&|| {
+                    (
+                        t.root(),
+                        t.next_index(),
+                        t.metadata().unwrap(),
+                        t.checkpoints().unwrap().iter().map(|c| c.id).collect(),
+                    )
+                })
+            };
+            let before = state(&tree);
+            let result = match call {
+                Call::Apply(b) => {
+                    let start = tree.next_index();
+                    let leaves: Vec<u64> = (0..5).map(|i| b * 10 + i).collect();
+                    let got = tree.set_range(start, leaves.clone());
+                    if got.is_ok() {
+                        model.set_range(start, leaves).unwrap();
+                    }
+                    got
+                }
+                Call::Checkpoint(b) => {
+                    let got = tree.checkpoint(b);
+                    if got.is_ok() {
+                        model.checkpoint(b).unwrap();
+                    }
+                    got
+                }
+                Call::Rewind(id) => {
+                    let got = tree.rewind_to(id);
+                    if got.is_ok() || matches!(got, Err(SledTreeError::Tree(_))) {
+                        let _ = model.rewind_to(id);
+                    }
+                    got
+                }
+            };
+            if let Err(SledTreeError::Store(Injected)) = result {
+                failures += 1;
+                assert_eq!(state(&tree), before, "fail_at {fail_at}: in memory");
+                let reopened = SledMerkleTree::<MixHasher, _>::open_store(
+                    store.inner.clone(),
+                    depth,
+                    RehashConfig::default(),
+                    2,
+                )
+                .unwrap();
+                let reopened_state = (
+                    reopened.root(),
+                    reopened.next_index(),
+                    reopened.metadata().unwrap(),
+                    reopened
+                        .checkpoints()
+                        .unwrap()
+                        .iter()
+                        .map(|c| c.id)
+                        .collect(),
+                );
+                assert_eq!(reopened_state, before, "fail_at {fail_at}: after reopen");
+            }
+        });
+        assert!(failures <= 1);
+        injected_total += failures;
+        assert_eq!(tree.root(), model.root(), "fail_at {fail_at}");
+        assert_eq!(
+            tree.empty_leaves_indices().unwrap(),
+            model.empty_leaves_indices().unwrap()
+        );
+        let ids =
+            |c: Vec<tree_core::CheckpointInfo<u64>>| c.iter().map(|c| c.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(tree.checkpoints().unwrap()),
+            ids(model.checkpoints().unwrap())
+        );
+    }
+    // 6 applies, 6 checkpoints (3 of them pruning) and 2 rewinds: each commit failed once.
+    assert_eq!(injected_total, 14);
+}
