@@ -1,5 +1,7 @@
 //! Shared pieces of Canopy's benchmarks: the zerokit hasher adapter, timing and memory probes.
 
+pub mod plot;
+
 use std::time::{Duration, Instant};
 
 use hasher::{poseidon, Fr};

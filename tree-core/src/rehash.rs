@@ -10,9 +10,11 @@ use hasher::{Digest, Hasher};
 
 use crate::Depth;
 
-/// The default `min_parallel_nodes`: zerokit's 8, which the seed measurement found best.
-/// The tree-bench `tune` sweep re-derives it per machine (see README).
-pub const DEFAULT_MIN_PARALLEL_NODES: usize = 8;
+/// The default `min_parallel_nodes`, from the tree-bench `tune` sweep on this project's 2-core
+/// machine (README, "Tuning"): with Poseidon every threshold from 1 to 1024 is within noise (a
+/// 12 µs hash dwarfs rayon's dispatch), with Keccak-256 thresholds up to 8 cost up to 40% on a
+/// 2^10 `set_range`; 64 is within noise of the best for every tree, hasher and operation.
+pub const DEFAULT_MIN_PARALLEL_NODES: usize = 64;
 
 /// How a tree rehashes: the parallel threshold and, optionally, the thread pool to run on.
 #[derive(Clone, Debug)]
