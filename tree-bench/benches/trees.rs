@@ -12,9 +12,18 @@ use tree_core::{
     Depth, FullMerkleTree, MerkleTree, MerkleTreeExt, OptimalMerkleTree, RehashConfig,
 };
 use tree_sled::{SledConfig, SledMerkleTree};
-use zerokit_utils::merkle_tree::{OptimalMerkleTree as ZkOptimal, ZerokitMerkleTree};
+use zerokit_utils::merkle_tree::{
+    FullMerkleTree as ZkFull, OptimalMerkleTree as ZkOptimal, ZerokitMerkleTree,
+};
 
 const DEPTH: u8 = 20;
+
+/// Runs `op` on `tree` and hands the tree back with the result, so criterion drops it after the
+/// timed region: freeing a dense depth-20 tree (64 MiB) takes longer than a `set`.
+fn keep<T, R>(mut tree: T, op: impl FnOnce(&mut T) -> R) -> (T, R) {
+    let result = op(&mut tree);
+    (tree, result)
+}
 const BASE: u64 = 1 << 12;
 
 fn prefilled_optimal(cfg: RehashConfig) -> OptimalMerkleTree<PoseidonHasher> {
@@ -41,7 +50,7 @@ fn set_range(c: &mut Criterion) {
             |b, new| {
                 b.iter_batched(
                     || ours.clone(),
-                    |mut t| t.set_range(BASE, new.iter().copied()),
+                    |t| keep(t, |t| t.set_range(BASE, new.iter().copied())),
                     BatchSize::LargeInput,
                 );
             },
@@ -52,7 +61,7 @@ fn set_range(c: &mut Criterion) {
             |b, new| {
                 b.iter_batched(
                     || theirs.clone(),
-                    |mut t| t.set_range(BASE as usize, new.iter().copied()),
+                    |t| keep(t, |t| t.set_range(BASE as usize, new.iter().copied())),
                     BatchSize::LargeInput,
                 );
             },
@@ -73,7 +82,7 @@ fn set_range_by_hasher(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter_batched(
                 || OptimalMerkleTree::<H>::new(depth),
-                |mut t| t.set_range(0, new.iter().copied()),
+                |t| keep(t, |t| t.set_range(0, new.iter().copied())),
                 BatchSize::LargeInput,
             );
         });
@@ -86,6 +95,102 @@ fn set_range_by_hasher(c: &mut Criterion) {
     group.finish();
 }
 
+/// `set`, `delete` and `override_range` (2^12 writes + 2^8 removals) on every in-memory tree and
+/// its zerokit counterpart, same prefilled state, each iteration from a fresh clone.
+fn operations(c: &mut Criterion) {
+    let depth = Depth::new(DEPTH).unwrap_or_else(|_| unreachable!());
+    let base = leaves(0, BASE);
+    let writes = leaves(BASE, 1 << 12);
+    let removes: Vec<u64> = (0..1u64 << 8).map(|i| i * (BASE / 256)).collect();
+    let mut group = c.benchmark_group("ops");
+    group.sample_size(10);
+
+    macro_rules! ours {
+        ($name:literal, $tree:expr) => {{
+            let mut tree = $tree;
+            tree.set_range(0, base.iter().copied()).unwrap_or(());
+            group.bench_function(BenchmarkId::new(concat!($name, "/set"), DEPTH), |b| {
+                b.iter_batched(
+                    || tree.clone(),
+                    |t| keep(t, |t| t.set(BASE / 2, Fr::from(3u64))),
+                    BatchSize::LargeInput,
+                );
+            });
+            group.bench_function(BenchmarkId::new(concat!($name, "/delete"), DEPTH), |b| {
+                b.iter_batched(
+                    || tree.clone(),
+                    |t| keep(t, |t| t.delete(BASE / 3)),
+                    BatchSize::LargeInput,
+                );
+            });
+            group.bench_function(
+                BenchmarkId::new(concat!($name, "/override_range"), 1 << 12),
+                |b| {
+                    b.iter_batched(
+                        || tree.clone(),
+                        |t| {
+                            keep(t, |t| {
+                                t.override_range(
+                                    BASE,
+                                    writes.iter().copied(),
+                                    removes.iter().copied(),
+                                )
+                            })
+                        },
+                        BatchSize::LargeInput,
+                    );
+                },
+            );
+        }};
+    }
+    macro_rules! theirs {
+        ($name:literal, $tree:ty) => {{
+            let mut tree = <$tree>::default(usize::from(DEPTH)).unwrap_or_else(|_| unreachable!());
+            tree.set_range(0, base.iter().copied()).unwrap_or(());
+            group.bench_function(BenchmarkId::new(concat!($name, "/set"), DEPTH), |b| {
+                b.iter_batched(
+                    || tree.clone(),
+                    |t| keep(t, |t| t.set(BASE as usize / 2, Fr::from(3u64))),
+                    BatchSize::LargeInput,
+                );
+            });
+            group.bench_function(BenchmarkId::new(concat!($name, "/delete"), DEPTH), |b| {
+                b.iter_batched(
+                    || tree.clone(),
+                    |t| keep(t, |t| t.delete(BASE as usize / 3)),
+                    BatchSize::LargeInput,
+                );
+            });
+            group.bench_function(
+                BenchmarkId::new(concat!($name, "/override_range"), 1 << 12),
+                |b| {
+                    b.iter_batched(
+                        || tree.clone(),
+                        |t| {
+                            keep(t, |t| {
+                                t.override_range(
+                                    BASE as usize,
+                                    writes.iter().copied(),
+                                    removes.iter().map(|&i| i as usize),
+                                )
+                            })
+                        },
+                        BatchSize::LargeInput,
+                    );
+                },
+            );
+        }};
+    }
+    ours!("optimal", OptimalMerkleTree::<PoseidonHasher>::new(depth));
+    theirs!("zerokit-optimal", ZkOptimal::<ZkPoseidon>);
+    ours!(
+        "full",
+        FullMerkleTree::<PoseidonHasher>::new(depth).unwrap_or_else(|_| unreachable!())
+    );
+    theirs!("zerokit-full", ZkFull::<ZkPoseidon>);
+    group.finish();
+}
+
 fn rehash_seq_par(c: &mut Criterion) {
     let mut group = c.benchmark_group("rehash");
     group.sample_size(10);
@@ -95,7 +200,7 @@ fn rehash_seq_par(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new(name, 1 << 10), |b| {
             b.iter_batched(
                 || tree.clone(),
-                |mut t| t.set_range(BASE, new.iter().copied()),
+                |t| keep(t, |t| t.set_range(BASE, new.iter().copied())),
                 BatchSize::LargeInput,
             );
         });
@@ -117,7 +222,7 @@ fn rehash_seq_par(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new(name, 1 << 14), |b| {
             b.iter_batched(
                 || tree.clone(),
-                |mut t| t.set_range(0, keccak_leaves.iter().copied()),
+                |t| keep(t, |t| t.set_range(0, keccak_leaves.iter().copied())),
                 BatchSize::LargeInput,
             );
         });
@@ -144,11 +249,14 @@ fn sled(c: &mut Criterion) {
         let mut tree = SledMerkleTree::<PoseidonHasher>::open(&config, depth)
             .unwrap_or_else(|_| unreachable!());
         tree.set_range(0, leaves(0, BASE)).unwrap_or(());
-        let mut next = BASE;
-        group.bench_function(BenchmarkId::new("apply/update_next", BASE), |b| {
+        // Alternating between two values keeps the tree's shape fixed: no drift across
+        // iterations, and every iteration really writes (an unchanged chunk is not rewritten).
+        let mut flip = false;
+        group.bench_function(BenchmarkId::new("apply/set", BASE), |b| {
             b.iter(|| {
-                tree.set(next, Fr::from(next)).unwrap_or(());
-                next += 1;
+                flip = !flip;
+                tree.set(BASE / 2, Fr::from(u64::from(flip) + 5))
+                    .unwrap_or(());
             });
         });
         group.bench_function(BenchmarkId::new("proof", DEPTH), |b| {
@@ -165,6 +273,7 @@ criterion_group!(
     benches,
     set_range,
     set_range_by_hasher,
+    operations,
     rehash_seq_par,
     proof,
     sled

@@ -11,10 +11,10 @@ use hasher::{Digest, Hasher};
 use crate::Depth;
 
 /// The default `min_parallel_nodes`, from the tree-bench `tune` sweep on this project's 2-core
-/// machine (README, "Tuning"): with Poseidon every threshold from 1 to 1024 is within noise (a
-/// 12 µs hash dwarfs rayon's dispatch), with Keccak-256 thresholds up to 8 cost up to 40% on a
-/// 2^10 `set_range`; 64 is within noise of the best for every tree, hasher and operation.
-pub const DEFAULT_MIN_PARALLEL_NODES: usize = 64;
+/// machine (README, "Tuning"): with Poseidon, 8 is the best or within noise of the best for every
+/// tree, while thresholds from 128 up serialise the lower levels of a 2^10 `set_range` (up to
+/// 1.8x slower). Cheap hashes differ: Keccak on the dense tree is fastest sequential.
+pub const DEFAULT_MIN_PARALLEL_NODES: usize = 8;
 
 /// How a tree rehashes: the parallel threshold and, optionally, the thread pool to run on.
 #[derive(Clone, Debug)]

@@ -135,6 +135,8 @@ trait Bench {
     type Tree: MerkleTree;
     fn tree(&mut self) -> &mut Self::Tree;
     fn reset(&mut self);
+    /// Sets the threshold on every copy the bench keeps (a reset must not undo it).
+    fn set_min_parallel_nodes(&mut self, threshold: usize);
 }
 
 /// In-memory trees: each run starts from a clone of the prefilled tree.
@@ -150,6 +152,10 @@ impl<T: MerkleTree + Clone> Bench for Cloned<T> {
     }
     fn reset(&mut self) {
         self.work = self.base.clone();
+    }
+    fn set_min_parallel_nodes(&mut self, threshold: usize) {
+        self.base.set_min_parallel_nodes(threshold);
+        self.work.set_min_parallel_nodes(threshold);
     }
 }
 
@@ -172,6 +178,9 @@ where
             panic!("reset failed: {e:?}");
         }
     }
+    fn set_min_parallel_nodes(&mut self, threshold: usize) {
+        self.work.set_min_parallel_nodes(threshold);
+    }
 }
 
 fn stats(mut samples: Vec<Duration>) -> Stats {
@@ -193,11 +202,14 @@ where
     op.run(bench.tree(), leaf);
     bench.reset();
     let mut samples = Vec::with_capacity(reps);
+    let threshold = bench.tree().rehash_config().min_parallel_nodes;
     for _ in 0..reps.max(1) {
         let started = Instant::now();
         op.run(bench.tree(), leaf);
         samples.push(started.elapsed());
         bench.reset();
+        // The reset tree must still run at the threshold being measured.
+        assert_eq!(bench.tree().rehash_config().min_parallel_nodes, threshold);
     }
     stats(samples)
 }
@@ -228,8 +240,9 @@ where
     let hasher = <<B::Tree as MerkleTree>::Hasher as BenchHasher>::NAME;
     let mut points = Vec::new();
     for &threshold in &THRESHOLDS {
-        bench.tree().set_min_parallel_nodes(threshold);
+        bench.set_min_parallel_nodes(threshold);
         for &op in ops {
+            assert_eq!(bench.tree().rehash_config().min_parallel_nodes, threshold);
             progress.step(&format!(
                 "{kind} {hasher} depth {depth}: {} @ {threshold}",
                 op.name()

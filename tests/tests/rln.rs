@@ -1,0 +1,157 @@
+//! Real RLN proofs over our trees through zerokit's prover (rln 3.0.0, its shipped depth-20
+//! circuit): proof values equal our primitives, zerokit's stateless verifier accepts them against
+//! our roots, a removed member's old proof is refused against the new root alone and accepted
+//! against a window that still holds the old one. Proofs take ~0.5 s each: kept few.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use ark_std::rand::{rngs::StdRng, SeedableRng};
+use ark_std::UniformRand;
+use hasher::{Fr, PoseidonHasher};
+use rln::prelude::{
+    PoseidonHash, RLNBuilder, RLNMerkleProof, RLNWitnessInput, SecretFr, VerifyProofError,
+};
+use rln_glue::primitives::{
+    external_nullifier, hash_to_field_le, id_commitment, rate_commitment, IdentitySecret,
+};
+use rln_glue::witness::RlnWitness;
+use rln_glue::zerokit::{ZerokitProof, ZerokitTree};
+use tree_core::{Depth, FullMerkleTree, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
+use tree_sled::{SledConfig, SledMerkleTree};
+use zerokit_utils::merkle_tree::{FullMerkleTree as ZkFull, ZerokitMerkleProof, ZerokitMerkleTree};
+
+const LIMIT: u64 = 10;
+
+struct Members {
+    secrets: Vec<IdentitySecret>,
+    leaves: Vec<Fr>,
+}
+
+fn members(n: usize) -> Members {
+    let mut rng = StdRng::seed_from_u64(2026);
+    let secrets: Vec<IdentitySecret> = (0..n)
+        .map(|_| IdentitySecret::new(Fr::rand(&mut rng)))
+        .collect();
+    let leaves = secrets
+        .iter()
+        .map(|s| rate_commitment(id_commitment(s), Fr::from(LIMIT)))
+        .collect();
+    Members { secrets, leaves }
+}
+
+fn zk_witness(w: &RlnWitness) -> RLNWitnessInput {
+    let mut secret = w.identity_secret.expose();
+    RLNWitnessInput::new_single()
+        .identity_secret(SecretFr::from(&mut secret))
+        .user_message_limit(w.user_message_limit)
+        .merkle_proof(RLNMerkleProof::new(
+            w.path_elements.clone(),
+            w.identity_path_index.clone(),
+        ))
+        .x(w.x)
+        .external_nullifier(w.external_nullifier)
+        .message_id(w.message_id)
+        .build()
+        .unwrap()
+}
+
+fn message(
+    tree: &impl MerkleTree<Hasher = PoseidonHasher, Error = impl std::error::Error + 'static>,
+    m: &Members,
+    index: u64,
+) -> RlnWitness {
+    let x = hash_to_field_le(b"hello waku");
+    let ext = external_nullifier(Fr::from(1234u64), hash_to_field_le(b"canopy-test"));
+    RlnWitness::from_tree(
+        tree,
+        index,
+        &m.secrets[index as usize],
+        Fr::from(LIMIT),
+        Fr::from(1u64),
+        x,
+        ext,
+    )
+    .unwrap()
+}
+
+#[test]
+fn proof_over_the_sled_tree_and_root_window() {
+    let m = members(16);
+    let dir = tempfile::tempdir().unwrap();
+    let mut tree = SledMerkleTree::<PoseidonHasher>::open(
+        &SledConfig::new(dir.path()),
+        Depth::new(20).unwrap(),
+    )
+    .unwrap();
+    tree.override_range(0, m.leaves.iter().copied(), [])
+        .unwrap(); // one atomic batch
+    let witness = message(&tree, &m, 5);
+    let ours = witness.public_values();
+
+    let mut rln = RLNBuilder::stateful().tree(ZerokitTree(tree)).build();
+    let old_root = rln.get_root();
+    assert_eq!(old_root, ours.root);
+    // The stateful instance's Merkle proof is ours, and equals the witness path.
+    let proof: ZerokitProof = rln.get_merkle_proof(5).unwrap();
+    assert_eq!(proof.get_path_elements(), witness.path_elements);
+    assert_eq!(proof.get_path_index(), witness.identity_path_index);
+
+    let (zk_proof, values) = rln.generate_proof(&zk_witness(&witness)).unwrap();
+    assert_eq!(values.root(), ours.root);
+    assert_eq!(values.y(), Some(ours.y));
+    assert_eq!(values.nullifier(), Some(ours.nullifier));
+
+    let verifier = RLNBuilder::stateless().build();
+    assert!(verifier
+        .verify_with_roots(&zk_proof, &values, &ours.x, &[old_root])
+        .unwrap());
+    // Tampered signal and unknown root are refused.
+    assert!(matches!(
+        verifier.verify_with_roots(&zk_proof, &values, &(ours.x + Fr::from(1u64)), &[old_root]),
+        Err(VerifyProofError::InvalidSignal)
+    ));
+
+    // The member is removed: the old proof is refused against the new root alone, accepted
+    // against a window that still holds the old root.
+    rln.delete_leaf(5).unwrap();
+    let new_root = rln.get_root();
+    assert_ne!(new_root, old_root);
+    assert!(matches!(
+        verifier.verify_with_roots(&zk_proof, &values, &ours.x, &[new_root]),
+        Err(VerifyProofError::InvalidRoot)
+    ));
+    assert!(verifier
+        .verify_with_roots(&zk_proof, &values, &ours.x, &[new_root, old_root])
+        .unwrap());
+}
+
+/// The same member's witness from our three trees and from zerokit's FullMerkleTree holding the
+/// same leaves is identical, and a proof made from the in-memory trees verifies.
+#[test]
+fn same_witness_from_every_tree_and_zerokit() {
+    let m = members(8);
+    let depth = Depth::new(20).unwrap();
+    let mut optimal = OptimalMerkleTree::<PoseidonHasher>::new(depth);
+    let mut full = FullMerkleTree::<PoseidonHasher>::new(depth).unwrap();
+    let mut sled = SledMerkleTree::<PoseidonHasher>::open(&SledConfig::temporary(), depth).unwrap();
+    optimal.set_range(0, m.leaves.iter().copied()).unwrap();
+    full.set_range(0, m.leaves.iter().copied()).unwrap();
+    sled.set_range(0, m.leaves.iter().copied()).unwrap();
+    let mut theirs = ZkFull::<PoseidonHash>::default(20).unwrap();
+    theirs.set_range(0, m.leaves.iter().copied()).unwrap();
+
+    let w = message(&optimal, &m, 3);
+    assert_eq!(message(&full, &m, 3), w);
+    assert_eq!(message(&sled, &m, 3), w);
+    let zk = theirs.proof(3).unwrap();
+    assert_eq!(zk.get_path_elements(), w.path_elements);
+    assert_eq!(zk.get_path_index(), w.identity_path_index);
+
+    let rln = RLNBuilder::stateful().tree(ZerokitTree(full)).build();
+    let (proof, values) = rln.generate_proof(&zk_witness(&w)).unwrap();
+    let verifier = RLNBuilder::stateless().build();
+    assert!(verifier
+        .verify_with_roots(&proof, &values, &w.x, &[optimal.root()])
+        .unwrap());
+    assert_eq!(values.root(), theirs.root());
+}
