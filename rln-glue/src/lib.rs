@@ -5,6 +5,8 @@
 //!   from two shares (slashing) — over Canopy's Poseidon, byte-compatible with zerokit `rln` 3.x.
 //! - [`witness`]: the RLN circuit's witness for a member of any Canopy tree, as a typed struct
 //!   and as circom input JSON, plus the public values a proof of it must carry.
+//! - [`verifier`]: a verifier that needs only the verifying key, checking signal, root window
+//!   and proof with a typed verdict.
 //! - `zerokit` (feature `zerokit`): our trees as zerokit_utils trees, so `rln::RLN` proves and
 //!   verifies over them unchanged.
 //!
@@ -28,6 +30,7 @@
 //! ```
 
 pub mod primitives;
+pub mod verifier;
 pub mod witness;
 #[cfg(feature = "zerokit")]
 pub mod zerokit;

@@ -267,3 +267,52 @@ where
         self.0.flush()
     }
 }
+
+/// The verifying key of the depth-20 single message-id circuit `rln` ships, in the compressed
+/// arkworks bytes [`RlnVerifier::from_bytes`](crate::verifier::RlnVerifier::from_bytes) reads:
+/// extract it once, then verify without `rln`.
+#[must_use]
+pub fn verifying_key_bytes() -> Vec<u8> {
+    use ark_serialize::CanonicalSerialize;
+    let zkey = rln::prelude::default_zkey_single();
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = zkey.0.vk.serialize_compressed(&mut out);
+    out
+}
+
+impl crate::witness::RlnWitness {
+    /// The same witness as zerokit's type, ready for `RLN::generate_proof`.
+    ///
+    /// # Errors
+    /// zerokit's structural checks (path lengths, `message_id < user_message_limit`).
+    pub fn to_zerokit(
+        &self,
+    ) -> Result<rln::prelude::RLNWitnessInput, rln::prelude::WitnessInputSingleError> {
+        let mut secret = self.identity_secret.expose(); // moved into (and zeroized by) SecretFr
+        rln::prelude::RLNWitnessInput::new_single()
+            .identity_secret(rln::prelude::SecretFr::from(&mut secret))
+            .user_message_limit(self.user_message_limit)
+            .merkle_proof(rln::prelude::RLNMerkleProof::new(
+                self.path_elements.clone(),
+                self.identity_path_index.clone(),
+            ))
+            .x(self.x)
+            .external_nullifier(self.external_nullifier)
+            .message_id(self.message_id)
+            .build()
+    }
+
+    /// zerokit's serialized witness (little-endian, what its FFI `witness_input_to_bytes_le`
+    /// returns).
+    ///
+    /// # Errors
+    /// As [`to_zerokit`](Self::to_zerokit), as text.
+    pub fn to_zerokit_bytes_le(&self) -> Result<Vec<u8>, AdapterError> {
+        use ark_serialize::CanonicalSerialize;
+        let witness = self.to_zerokit().map_err(tree_error)?;
+        let mut out = Vec::new();
+        witness.serialize_compressed(&mut out).map_err(tree_error)?;
+        Ok(out)
+    }
+}
