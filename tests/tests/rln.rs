@@ -137,7 +137,7 @@ fn proof_over_the_sled_tree_and_root_window() {
 }
 
 /// The same member's witness from our three trees and from zerokit's FullMerkleTree holding the
-/// same leaves is identical, and a proof made from the in-memory trees verifies.
+/// same leaves is identical, and a proof made through each of them is accepted.
 #[test]
 fn same_witness_from_every_tree_and_zerokit() {
     let m = members(8);
@@ -158,13 +158,46 @@ fn same_witness_from_every_tree_and_zerokit() {
     assert_eq!(zk.get_path_elements(), w.path_elements);
     assert_eq!(zk.get_path_index(), w.identity_path_index);
 
-    let rln = RLNBuilder::stateful().tree(ZerokitTree(full)).build();
-    let (proof, values) = rln.generate_proof(&zk_witness(&w)).unwrap();
+    // A proof from each tree, through a stateful RLN over it, each accepted by zerokit's
+    // stateless verifier against the common root.
+    let root = optimal.root();
     let verifier = RLNBuilder::stateless().build();
-    assert!(verifier
-        .verify_with_roots(&proof, &values, &w.x, &[optimal.root()])
-        .unwrap());
-    assert_eq!(values.root(), theirs.root());
+    let check = |proof_and_values: (rln::prelude::Proof, RLNProofValues)| {
+        let (proof, values) = proof_and_values;
+        assert_eq!(values.root(), root);
+        assert!(verifier
+            .verify_with_roots(&proof, &values, &w.x, &[root])
+            .unwrap());
+    };
+    let zk_w = zk_witness(&w);
+    check(
+        RLNBuilder::stateful()
+            .tree(ZerokitTree(optimal))
+            .build()
+            .generate_proof(&zk_w)
+            .unwrap(),
+    );
+    check(
+        RLNBuilder::stateful()
+            .tree(ZerokitTree(full))
+            .build()
+            .generate_proof(&zk_w)
+            .unwrap(),
+    );
+    check(
+        RLNBuilder::stateful()
+            .tree(ZerokitTree(sled))
+            .build()
+            .generate_proof(&zk_w)
+            .unwrap(),
+    );
+    check(
+        RLNBuilder::stateful()
+            .tree(theirs)
+            .build()
+            .generate_proof(&zk_w)
+            .unwrap(),
+    );
 }
 
 /// The verifier that needs only the verifying key accepts exactly what zerokit's verifier
