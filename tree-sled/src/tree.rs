@@ -92,6 +92,37 @@ impl<H: DigestCodec> SledMerkleTree<H, SledStore> {
         Self::open_store(store, depth, RehashConfig::default(), config.cached_levels)
     }
 
+    /// Opens an existing tree at `config`'s path with the depth stored in its header (tools that
+    /// operate on a database they did not create).
+    ///
+    /// # Errors
+    /// [`SledTreeError::NotATree`] when the path holds no tree, and as [`SledMerkleTree::open`].
+    pub fn open_existing(config: &SledConfig) -> Result<Self, SledTreeError> {
+        // Never create a database here: a missing directory is "not a tree".
+        if config.path.as_deref().is_some_and(|p| !p.exists()) {
+            return Err(SledTreeError::NotATree);
+        }
+        let store = SledStore::open(config)?;
+        let depth = match store
+            .get(DEPTH_KEY)
+            .map_err(SledTreeError::Store)?
+            .as_deref()
+        {
+            Some([depth]) => Depth::new(*depth).map_err(|_| SledTreeError::Corrupted {
+                key: DEPTH_KEY.to_vec(),
+                reason: "depth outside 1..=63",
+            })?,
+            Some(_) => {
+                return Err(SledTreeError::Corrupted {
+                    key: DEPTH_KEY.to_vec(),
+                    reason: "expected 1 byte",
+                })
+            }
+            None => return Err(SledTreeError::NotATree),
+        };
+        Self::open_store(store, depth, RehashConfig::default(), config.cached_levels)
+    }
+
     /// Bytes the database takes on disk.
     ///
     /// # Errors

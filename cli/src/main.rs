@@ -1,0 +1,199 @@
+//! `canopy`: a membership tree on an embedded sled database, driven like an RLN node drives it.
+//!
+//! `canopy demo` plays a membership contract end to end; `init`, `apply`, `root`, `proof`,
+//! `rewind`, `export`, `import` and `check` are the operator's tools. Human-readable output by
+//! default, `--json` for machines; errors are one line on stderr and a non-zero exit code.
+
+mod demo;
+mod events;
+mod ops;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// The command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "canopy",
+    version,
+    about = "Canopy membership trees on an embedded sled database"
+)]
+struct Cli {
+    /// Print results as one JSON object.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The main job: blocks of registrations and removals with checkpoints, a reorg, a reopen,
+    /// and a real RLN proof verified against the root window.
+    Demo {
+        /// Database directory (default: a fresh temporary directory).
+        #[arg(long)]
+        db: Option<PathBuf>,
+        /// Members registered in all.
+        #[arg(long, default_value_t = 20_000)]
+        members: u64,
+        /// Blocks to play.
+        #[arg(long, default_value_t = 20)]
+        blocks: u64,
+    },
+    /// Creates an empty tree.
+    Init {
+        /// Database directory (must not hold a tree yet).
+        #[arg(long)]
+        db: PathBuf,
+        /// Tree depth (capacity 2^depth).
+        #[arg(long, default_value_t = 20)]
+        depth: u8,
+    },
+    /// Applies blocks from a JSON-lines file (one `{"block", "register", "remove"}` per line);
+    /// blocks already applied are skipped, so a restart resumes where it stopped.
+    Apply {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+        /// The events file (`-` for stdin).
+        events: PathBuf,
+    },
+    /// Prints the root, the member count and the last applied block.
+    Root {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+    },
+    /// Prints the Merkle witness of a member.
+    Proof {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+        /// The member's index.
+        index: u64,
+    },
+    /// Rewinds to the state right after a block (a reorg).
+    Rewind {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+        /// The block to go back to.
+        block: u64,
+    },
+    /// Writes a checksummed snapshot.
+    Export {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+        /// Snapshot file.
+        file: PathBuf,
+    },
+    /// Builds a new database from a snapshot.
+    Import {
+        /// Database directory (must not exist or be empty).
+        #[arg(long)]
+        db: PathBuf,
+        /// Snapshot file.
+        file: PathBuf,
+        /// Refuse the snapshot unless its root is this one (0x-prefixed hex, big-endian).
+        #[arg(long)]
+        expect_root: Option<String>,
+    },
+    /// Recomputes every stored node and reports mismatches.
+    Check {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+    },
+}
+
+/// Why a command failed: one line for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The tree or its database refused or failed.
+    #[error("{0}")]
+    Tree(String),
+    /// A bad line in an events file.
+    #[error("events line {line}: {reason}")]
+    BadEvent {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A bad argument value.
+    #[error("{0}")]
+    Usage(String),
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+impl From<tree_sled::SledTreeError> for CliError {
+    fn from(e: tree_sled::SledTreeError) -> Self {
+        Self::Tree(match e {
+            tree_sled::SledTreeError::NotATree => {
+                "no Canopy tree there (create one with `canopy init`)".to_owned()
+            }
+            other => other.to_string(),
+        })
+    }
+}
+
+impl From<tree_core::TreeError> for CliError {
+    fn from(e: tree_core::TreeError) -> Self {
+        Self::Tree(e.to_string())
+    }
+}
+
+/// What a command prints: a human text and the same as JSON.
+pub struct Output {
+    text: String,
+    json: serde_json::Value,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo {
+            db,
+            members,
+            blocks,
+        } => demo::run(db, members, blocks, cli.json),
+        Command::Init { db, depth } => ops::init(&db, depth),
+        Command::Apply { db, events } => ops::apply(&db, &events, cli.json),
+        Command::Root { db } => ops::root(&db),
+        Command::Proof { db, index } => ops::proof(&db, index),
+        Command::Rewind { db, block } => ops::rewind(&db, block),
+        Command::Export { db, file } => ops::export(&db, &file),
+        Command::Import {
+            db,
+            file,
+            expect_root,
+        } => ops::import(&db, &file, expect_root.as_deref()),
+        Command::Check { db } => ops::check(&db),
+    };
+    match result {
+        Ok(output) => {
+            if cli.json {
+                println!("{}", output.json);
+            } else if !output.text.is_empty() {
+                println!("{}", output.text);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

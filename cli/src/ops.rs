@@ -1,0 +1,316 @@
+//! The operator's commands, and the one way a block is applied (shared with the demo).
+
+use std::fs::File;
+use std::io::{BufReader, BufWriter};
+use std::path::Path;
+
+use hasher::PoseidonHasher;
+use serde_json::json;
+use tree_core::{Depth, History, MerkleTree, Snapshot, TreeError, UpdateBatch};
+use tree_sled::{SledConfig, SledMerkleTree};
+
+use crate::events::{fr_hex, parse_fr, read_blocks, Block};
+use crate::{CliError, Output};
+
+/// The tree type every command works on.
+pub type Tree = SledMerkleTree<PoseidonHasher>;
+
+/// Opens the tree at `db` (which must hold one) with its stored depth.
+///
+/// # Errors
+/// Locked, not a tree, damaged.
+pub fn open(db: &Path) -> Result<Tree, CliError> {
+    Ok(Tree::open_existing(&SledConfig::new(db))?)
+}
+
+/// The last applied block: the metadata every block writes.
+#[must_use]
+pub fn last_block(tree: &Tree) -> Option<u64> {
+    let metadata = tree.metadata().ok()?;
+    <[u8; 8]>::try_from(metadata.as_slice())
+        .ok()
+        .map(u64::from_be_bytes)
+}
+
+/// A crash between a block's batch and its checkpoint leaves the block applied but not
+/// checkpointed; the state is exactly the block's, so the checkpoint is recorded now.
+fn repair_checkpoint(tree: &mut Tree) -> Result<(), CliError> {
+    let latest = tree.checkpoints()?.last().map(|c| c.id);
+    if let Some(block) = last_block(tree) {
+        if latest.is_none_or(|id| id < block) {
+            tree.checkpoint(block)?;
+        }
+    }
+    Ok(())
+}
+
+/// Applies one block: registrations and removals in one atomic batch carrying the block number
+/// as metadata, then a checkpoint named by the block.
+///
+/// # Errors
+/// [`CliError::BadEvent`] when the tree refuses the block (nothing is written), storage errors.
+pub fn apply_block(tree: &mut Tree, block: &Block) -> Result<(), CliError> {
+    let mut batch = UpdateBatch::new();
+    if !block.register.is_empty() {
+        batch.set_range(tree.next_index(), block.register.iter().copied());
+    }
+    for &index in &block.remove {
+        batch.delete(index);
+    }
+    batch.metadata(block.number.to_be_bytes().to_vec());
+    tree.apply(batch).map_err(|e| match e {
+        tree_sled::SledTreeError::Tree(rule) => CliError::BadEvent {
+            line: block.line,
+            reason: format!("block {}: {rule}", block.number),
+        },
+        other => other.into(),
+    })?;
+    tree.checkpoint(block.number)?;
+    Ok(())
+}
+
+/// `canopy init`.
+///
+/// # Errors
+/// The directory already holds data; storage errors.
+pub fn init(db: &Path, depth: u8) -> Result<Output, CliError> {
+    let depth = Depth::new(depth).map_err(|e| CliError::Usage(format!("--depth: {e}")))?;
+    if db.exists()
+        && std::fs::read_dir(db)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(CliError::Usage(format!(
+            "{} already exists and is not empty",
+            db.display()
+        )));
+    }
+    let mut tree = Tree::open(&SledConfig::new(db), depth)?;
+    tree.close()?;
+    Ok(Output {
+        text: format!("created an empty tree of depth {depth} at {}", db.display()),
+        json: json!({"db": db, "depth": depth.get(), "root": fr_hex(&tree.root())}),
+    })
+}
+
+/// `canopy apply`.
+///
+/// # Errors
+/// Bad events (with their line), storage errors. Blocks before the failing one stay applied.
+pub fn apply(db: &Path, events: &Path, _json: bool) -> Result<Output, CliError> {
+    let blocks = if events == Path::new("-") {
+        read_blocks(std::io::stdin().lock())?
+    } else {
+        let file = File::open(events).map_err(|source| CliError::Io {
+            path: events.to_path_buf(),
+            source,
+        })?;
+        read_blocks(BufReader::new(file))?
+    };
+    let mut tree = open(db)?;
+    repair_checkpoint(&mut tree)?;
+    let resumed_after = last_block(&tree);
+    let (mut applied, mut skipped) = (0usize, 0usize);
+    for block in &blocks {
+        // Re-applying a block is refused: a restart skips what the database already holds.
+        if resumed_after.is_some_and(|last| block.number <= last) {
+            skipped += 1;
+            continue;
+        }
+        apply_block(&mut tree, block)?;
+        applied += 1;
+    }
+    tree.close()?;
+    Ok(Output {
+        text: format!(
+            "applied {applied} blocks ({skipped} already applied, skipped); {} members, last block {:?}, root {}",
+            tree.next_index(),
+            last_block(&tree),
+            fr_hex(&tree.root())
+        ),
+        json: json!({
+            "applied": applied,
+            "skipped": skipped,
+            "next_index": tree.next_index(),
+            "last_block": last_block(&tree),
+            "root": fr_hex(&tree.root()),
+        }),
+    })
+}
+
+/// `canopy root`.
+///
+/// # Errors
+/// Opening the tree.
+pub fn root(db: &Path) -> Result<Output, CliError> {
+    let tree = open(db)?;
+    let roots: Vec<String> = tree.roots()?.iter().map(fr_hex).collect();
+    let checkpoints: Vec<u64> = tree.checkpoints()?.iter().map(|c| c.id).collect();
+    Ok(Output {
+        text: format!(
+            "root {}\nmembers (next_index) {}\nlast block {:?}\nacceptable roots {}\ncheckpoints {:?}",
+            fr_hex(&tree.root()),
+            tree.next_index(),
+            last_block(&tree),
+            roots.join(", "),
+            checkpoints
+        ),
+        json: json!({
+            "root": fr_hex(&tree.root()),
+            "next_index": tree.next_index(),
+            "last_block": last_block(&tree),
+            "roots": roots,
+            "checkpoints": checkpoints,
+        }),
+    })
+}
+
+/// `canopy proof`.
+///
+/// # Errors
+/// An index out of range; storage errors.
+pub fn proof(db: &Path, index: u64) -> Result<Output, CliError> {
+    let tree = open(db)?;
+    if index >= tree.next_index() {
+        return Err(CliError::Tree(
+            TreeError::IndexOutOfBounds {
+                index,
+                capacity: tree.next_index(),
+            }
+            .to_string(),
+        ));
+    }
+    let proof = tree.proof(index)?;
+    let leaf = tree.get(index)?;
+    let path: Vec<String> = proof.path_elements().iter().map(fr_hex).collect();
+    Ok(Output {
+        text: format!(
+            "leaf {index} = {}\nroot {}\npath_index {:?}\npath_elements\n  {}",
+            fr_hex(&leaf),
+            fr_hex(&tree.root()),
+            proof.path_index(),
+            path.join("\n  ")
+        ),
+        json: json!({
+            "index": index,
+            "leaf": fr_hex(&leaf),
+            "root": fr_hex(&tree.root()),
+            "path_elements": path,
+            "identity_path_index": proof.path_index(),
+        }),
+    })
+}
+
+/// `canopy rewind`.
+///
+/// # Errors
+/// An unknown block; storage errors.
+pub fn rewind(db: &Path, block: u64) -> Result<Output, CliError> {
+    let mut tree = open(db)?;
+    tree.rewind_to(block).map_err(|e| match e {
+        tree_sled::SledTreeError::Tree(TreeError::UnknownCheckpoint { id, oldest }) => {
+            CliError::Tree(format!(
+                "unknown block {id} (oldest block that can be restored: {oldest:?})"
+            ))
+        }
+        other => other.into(),
+    })?;
+    tree.close()?;
+    Ok(Output {
+        text: format!(
+            "rewound to block {block}: {} members, root {}",
+            tree.next_index(),
+            fr_hex(&tree.root())
+        ),
+        json: json!({"block": block, "next_index": tree.next_index(), "root": fr_hex(&tree.root())}),
+    })
+}
+
+/// `canopy export`.
+///
+/// # Errors
+/// Storage and file errors.
+pub fn export(db: &Path, file: &Path) -> Result<Output, CliError> {
+    let tree = open(db)?;
+    let io = |source| CliError::Io {
+        path: file.to_path_buf(),
+        source,
+    };
+    let snapshot = Snapshot::of(&tree)?;
+    snapshot
+        .write_to(BufWriter::new(File::create(file).map_err(io)?))
+        .map_err(io)?;
+    Ok(Output {
+        text: format!(
+            "wrote {} leaves to {} (root {})",
+            tree.next_index(),
+            file.display(),
+            fr_hex(&tree.root())
+        ),
+        json: json!({"file": file, "next_index": tree.next_index(), "root": fr_hex(&tree.root())}),
+    })
+}
+
+/// `canopy import`.
+///
+/// # Errors
+/// A bad or mismatched snapshot; an existing database; file errors.
+pub fn import(db: &Path, file: &Path, expect_root: Option<&str>) -> Result<Output, CliError> {
+    let expect = expect_root
+        .map(parse_fr)
+        .transpose()
+        .map_err(|e| CliError::Usage(format!("--expect-root: {e}")))?;
+    if db.exists()
+        && std::fs::read_dir(db)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(CliError::Usage(format!(
+            "{} already exists and is not empty",
+            db.display()
+        )));
+    }
+    let reader = File::open(file).map_err(|source| CliError::Io {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    let snapshot = Snapshot::<PoseidonHasher>::read_from(BufReader::new(reader))
+        .map_err(|e| CliError::Tree(format!("{}: {e}", file.display())))?;
+    let tree = Tree::open(&SledConfig::new(db), snapshot.depth)?;
+    let tree = snapshot
+        .import(tree, expect.as_ref())
+        .map_err(|e| CliError::Tree(format!("{}: {e}", file.display())))?;
+    Ok(Output {
+        text: format!(
+            "imported {} leaves into {} (root {})",
+            tree.next_index(),
+            db.display(),
+            fr_hex(&tree.root())
+        ),
+        json: json!({"db": db, "next_index": tree.next_index(), "root": fr_hex(&tree.root())}),
+    })
+}
+
+/// `canopy check`.
+///
+/// # Errors
+/// Any stored node that disagrees with its children; storage errors.
+pub fn check(db: &Path) -> Result<Output, CliError> {
+    let tree = open(db)?;
+    let issues = tree.verify_integrity()?;
+    if let Some(first) = issues.first() {
+        return Err(CliError::Tree(format!(
+            "{} stored nodes disagree with their children (first at level {}, index {})",
+            issues.len(),
+            first.addr.level,
+            first.addr.index
+        )));
+    }
+    Ok(Output {
+        text: format!(
+            "ok: every stored node matches its children ({} members)",
+            tree.next_index()
+        ),
+        json: json!({"ok": true, "next_index": tree.next_index()}),
+    })
+}

@@ -1,0 +1,258 @@
+//! The `canopy` binary driven as a user drives it: spawned, fed events files, killed mid-way and
+//! restarted, given bad input.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use hasher::{Fr, PoseidonHasher};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use tree_core::{Depth, MerkleTree, OptimalMerkleTree, UpdateBatch};
+
+fn canopy(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn ok_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = canopy(&all);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn fails_with(args: &[&str], needle: &str) {
+    let out = canopy(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line on error: {stderr:?}");
+}
+
+/// One block's registrations (leaf values) and removals (indices).
+type TestBlock = (Vec<u64>, Vec<u64>);
+
+/// Blocks 1..=n: registrations of seeded leaves and a removal from block 2 on.
+fn events(n: u64, per_block: u64) -> (String, Vec<TestBlock>) {
+    let mut rng = StdRng::seed_from_u64(n);
+    let (mut text, mut blocks, mut next) = (String::new(), Vec::new(), 0u64);
+    for b in 1..=n {
+        let register: Vec<u64> = (0..per_block).map(|_| rng.gen_range(1..u64::MAX)).collect();
+        let remove: Vec<u64> = if next > 0 {
+            vec![rng.gen_range(0..next)]
+        } else {
+            vec![]
+        };
+        let reg: Vec<String> = register.iter().map(u64::to_string).collect();
+        text.push_str(
+            &serde_json::json!({"block": b, "register": reg, "remove": remove}).to_string(),
+        );
+        text.push('\n');
+        next += per_block;
+        blocks.push((register, remove));
+    }
+    (text, blocks)
+}
+
+/// The root after all blocks, computed in memory with the library.
+fn expected_root(depth: u8, blocks: &[TestBlock]) -> String {
+    let mut tree = OptimalMerkleTree::<PoseidonHasher>::new(Depth::new(depth).unwrap());
+    for (register, remove) in blocks {
+        let mut batch = UpdateBatch::new();
+        batch.set_range(tree.next_index(), register.iter().map(|&v| Fr::from(v)));
+        for &i in remove {
+            batch.delete(i);
+        }
+        tree.apply(batch).unwrap();
+    }
+    let mut hex = String::from("0x");
+    for b in hasher::fr_to_be_bytes(&tree.root()) {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::File::create(path)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+}
+
+#[test]
+fn init_apply_root_proof_rewind_export_import_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_s = db.to_str().unwrap();
+    ok_json(&["init", "--db", db_s, "--depth", "12"]);
+    let (text, blocks) = events(6, 5);
+    let file = dir.path().join("events.jsonl");
+    write(&file, &text);
+    let applied = ok_json(&["apply", "--db", db_s, file.to_str().unwrap()]);
+    assert_eq!(applied["applied"], 6);
+    let root = ok_json(&["root", "--db", db_s]);
+    assert_eq!(root["root"], expected_root(12, &blocks));
+    assert_eq!(root["last_block"], 6);
+    // Re-applying the same file is refused block by block: nothing changes.
+    let again = ok_json(&["apply", "--db", db_s, file.to_str().unwrap()]);
+    assert_eq!(
+        (again["applied"].as_u64(), again["skipped"].as_u64()),
+        (Some(0), Some(6))
+    );
+    let proof = ok_json(&["proof", "--db", db_s, "3"]);
+    assert_eq!(proof["path_elements"].as_array().unwrap().len(), 12);
+    // A reorg back to block 4, as the library computes it.
+    ok_json(&["rewind", "--db", db_s, "4"]);
+    assert_eq!(
+        ok_json(&["root", "--db", db_s])["root"],
+        expected_root(12, &blocks[..4])
+    );
+    fails_with(&["rewind", "--db", db_s, "5"], "unknown block 5");
+    // Snapshot round trip, with and against the expected root.
+    let snap = dir.path().join("tree.snap");
+    ok_json(&["export", "--db", db_s, snap.to_str().unwrap()]);
+    let copy = dir.path().join("copy");
+    let want = expected_root(12, &blocks[..4]);
+    fails_with(
+        &[
+            "import",
+            "--db",
+            copy.to_str().unwrap(),
+            snap.to_str().unwrap(),
+            "--expect-root",
+            "0x1234",
+        ],
+        "not the expected root",
+    );
+    let copy2 = dir.path().join("copy2");
+    let imported = ok_json(&[
+        "import",
+        "--db",
+        copy2.to_str().unwrap(),
+        snap.to_str().unwrap(),
+        "--expect-root",
+        &want,
+    ]);
+    assert_eq!(imported["root"], want);
+    assert_eq!(
+        ok_json(&["check", "--db", copy2.to_str().unwrap()])["ok"],
+        true
+    );
+    fails_with(
+        &[
+            "import",
+            "--db",
+            copy2.to_str().unwrap(),
+            snap.to_str().unwrap(),
+        ],
+        "not empty",
+    );
+}
+
+#[test]
+fn bad_events_and_bad_databases_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_s = db.to_str().unwrap();
+    fails_with(&["root", "--db", db_s], "no Canopy tree");
+    ok_json(&["init", "--db", db_s, "--depth", "8"]);
+    fails_with(&["init", "--db", db_s], "not empty");
+    let bad = dir.path().join("bad.jsonl");
+    for (text, needle) in [
+        ("{\"block\": 1, \"register\": [\"1\"]}\n{\"block\": 2, \"register\": [\"x\"]}\n", "events line 2"),
+        ("{\"block\": 1}\nnot json\n", "events line 2"),
+        ("{\"block\": 2}\n{\"block\": 1}\n", "events line 2: block 1 does not follow block 2"),
+        ("{\"block\": 9, \"remove\": [0]}\n", "events line 1: block 9: cannot delete unset leaf 0"),
+        ("{\"block\": 9, \"register\": [\"21888242871839275222246405745257275088548364400416034343698204186575808495617\"]}\n", "not below the field modulus"),
+    ] {
+        write(&bad, text);
+        fails_with(&["apply", "--db", db_s, bad.to_str().unwrap()], needle);
+    }
+    fails_with(
+        &["apply", "--db", db_s, "/nonexistent/events.jsonl"],
+        "No such file",
+    );
+    fails_with(&["proof", "--db", db_s, "0"], "out of bounds");
+    // A database another process holds is refused at once.
+    let held = tree_sled::SledMerkleTree::<PoseidonHasher>::open_existing(
+        &tree_sled::SledConfig::new(&db),
+    )
+    .unwrap();
+    fails_with(&["root", "--db", db_s], "locked");
+    drop(held);
+    assert!(canopy(&["root", "--db", db_s]).status.success());
+}
+
+/// kill -9 during `apply`, then run it again: the database ends exactly at the root of all
+/// blocks, whatever block the kill interrupted.
+#[test]
+fn killed_apply_resumes_where_it_stopped() {
+    let (text, blocks) = events(400, 20);
+    let want = expected_root(16, &blocks);
+    let mut rng = StdRng::seed_from_u64(99);
+    let mut interrupted = 0;
+    for _ in 0..4 {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let db_s = db.to_str().unwrap();
+        ok_json(&["init", "--db", db_s, "--depth", "16"]);
+        let file = dir.path().join("events.jsonl");
+        write(&file, &text);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args(["apply", "--db", db_s, file.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(50..400)));
+        let _ = child.kill();
+        let _ = child.wait();
+        // The lock of the killed process is gone with it.
+        let resumed = ok_json(&["apply", "--db", db_s, file.to_str().unwrap()]);
+        if resumed["skipped"].as_u64().unwrap_or(0) > 0
+            && resumed["applied"].as_u64().unwrap_or(0) > 0
+        {
+            interrupted += 1;
+        }
+        assert_eq!(resumed["root"], want);
+        assert_eq!(ok_json(&["check", "--db", db_s])["ok"], true);
+        assert_eq!(ok_json(&["root", "--db", db_s])["last_block"], 400);
+    }
+    assert!(
+        interrupted > 0,
+        "no kill landed mid-file: the test proved nothing"
+    );
+}
+
+#[test]
+fn demo_proves_a_member_with_a_real_rln_proof() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = ok_json(&[
+        "demo",
+        "--db",
+        db.to_str().unwrap(),
+        "--members",
+        "300",
+        "--blocks",
+        "5",
+    ]);
+    assert_eq!(out["merkle_witness_verified"], true);
+    assert_eq!(out["rln_proof_verified"], true);
+    assert_eq!(out["members"], 300);
+    fails_with(&["demo", "--blocks", "1"], "--blocks >= 3");
+}
