@@ -7,6 +7,7 @@
 mod demo;
 mod events;
 mod ops;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -103,6 +104,18 @@ enum Command {
         #[arg(long)]
         expect_root: Option<String>,
     },
+    /// Serves the tree over HTTP (loopback by default) while applying blocks from `--events`.
+    Serve {
+        /// Database directory.
+        #[arg(long)]
+        db: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8645")]
+        listen: std::net::SocketAddr,
+        /// Events to apply while serving (`-` for stdin).
+        #[arg(long)]
+        events: Option<PathBuf>,
+    },
     /// Recomputes every stored node and reports mismatches.
     Check {
         /// Database directory.
@@ -180,6 +193,7 @@ fn main() -> ExitCode {
             file,
             expect_root,
         } => ops::import(&db, &file, expect_root.as_deref()),
+        Command::Serve { db, listen, events } => serve::run(&db, listen, events),
         Command::Check { db } => ops::check(&db),
     };
     match result {

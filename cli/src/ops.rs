@@ -34,7 +34,7 @@ pub fn last_block(tree: &Tree) -> Option<u64> {
 
 /// A crash between a block's batch and its checkpoint leaves the block applied but not
 /// checkpointed; the state is exactly the block's, so the checkpoint is recorded now.
-fn repair_checkpoint(tree: &mut Tree) -> Result<(), CliError> {
+pub fn repair_checkpoint(tree: &mut Tree) -> Result<(), CliError> {
     let latest = tree.checkpoints()?.last().map(|c| c.id);
     if let Some(block) = last_block(tree) {
         if latest.is_none_or(|id| id < block) {
@@ -50,23 +50,49 @@ fn repair_checkpoint(tree: &mut Tree) -> Result<(), CliError> {
 /// # Errors
 /// [`CliError::BadEvent`] when the tree refuses the block (nothing is written), storage errors.
 pub fn apply_block(tree: &mut Tree, block: &Block) -> Result<(), CliError> {
+    tree.apply(block_batch(tree.next_index(), block))
+        .map_err(|e| block_error(block, e))?;
+    tree.checkpoint(block.number)?;
+    Ok(())
+}
+
+/// [`apply_block`] through a shared handle: readers keep reading while the block hashes.
+///
+/// # Errors
+/// As [`apply_block`].
+pub fn apply_block_shared(
+    tree: &tree_sled::SharedTree<PoseidonHasher>,
+    block: &Block,
+) -> Result<(), CliError> {
+    let next = tree.read(MerkleTree::next_index);
+    tree.apply(block_batch(next, block))
+        .map_err(|e| block_error(block, e))?;
+    tree.write(|t| t.checkpoint(block.number))?;
+    Ok(())
+}
+
+/// A block as one batch: registrations appended at `next`, removals, the block number as
+/// metadata.
+fn block_batch(next: u64, block: &Block) -> UpdateBatch<PoseidonHasher> {
     let mut batch = UpdateBatch::new();
     if !block.register.is_empty() {
-        batch.set_range(tree.next_index(), block.register.iter().copied());
+        batch.set_range(next, block.register.iter().copied());
     }
     for &index in &block.remove {
         batch.delete(index);
     }
     batch.metadata(block.number.to_be_bytes().to_vec());
-    tree.apply(batch).map_err(|e| match e {
+    batch
+}
+
+fn block_error(block: &Block, e: tree_sled::SledTreeError) -> CliError {
+    match e {
         tree_sled::SledTreeError::Tree(rule) => CliError::BadEvent {
             line: block.line,
             reason: format!("block {}: {rule}", block.number),
         },
         other => other.into(),
-    })?;
-    tree.checkpoint(block.number)?;
-    Ok(())
+    }
 }
 
 /// `canopy init`.

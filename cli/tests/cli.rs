@@ -256,3 +256,95 @@ fn demo_proves_a_member_with_a_real_rln_proof() {
     assert_eq!(out["members"], 300);
     fails_with(&["demo", "--blocks", "1"], "--blocks >= 3");
 }
+
+/// One HTTP/1.1 GET over a plain TCP connection: (status, JSON body).
+fn http_get(port: u16, path: &str) -> (u16, serde_json::Value) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status: u16 = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+/// `canopy serve` answers a real HTTP client on loopback while it applies an events file;
+/// bad requests get 4xx JSON errors.
+#[test]
+fn serve_answers_while_it_applies_blocks() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_s = db.to_str().unwrap();
+    ok_json(&["init", "--db", db_s, "--depth", "12"]);
+    let (text, blocks) = events(30, 10);
+    let file = dir.path().join("events.jsonl");
+    write(&file, &text);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args([
+            "serve",
+            "--db",
+            db_s,
+            "--listen",
+            "127.0.0.1:0",
+            "--events",
+            file.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let port: u16 = first.trim().rsplit(':').next().unwrap().parse().unwrap();
+
+    let mut last = serde_json::Value::Null;
+    for _ in 0..300 {
+        let (status, health) = http_get(port, "/health");
+        assert_eq!(status, 200);
+        // Every proof served while blocks land is consistent with the root served with it.
+        let (status, proof) = http_get(port, "/proof/0");
+        assert_eq!(status, 200);
+        assert_eq!(proof["path_elements"].as_array().unwrap().len(), 12);
+        last = health["last_block"].clone();
+        if last == 30 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(last, 30, "the events were not applied");
+    let (_, root) = http_get(port, "/root");
+    assert_eq!(root["root"], expected_root(12, &blocks));
+    let (_, roots) = http_get(port, "/roots");
+    assert_eq!(roots["roots"][0], root["root"]);
+    assert_eq!(roots["roots"].as_array().unwrap().len(), 5);
+    let (status, proof) = http_get(port, "/proof/7");
+    assert_eq!(status, 200);
+    assert_eq!(proof["root"], root["root"]);
+    assert_eq!(
+        proof["zerokit_path_elements_le"].as_str().unwrap().len(),
+        12 * 64
+    );
+    let (status, body) = http_get(port, "/proof/abc");
+    assert_eq!(status, 400);
+    assert!(body["error"]
+        .as_str()
+        .unwrap()
+        .contains("not a member index"));
+    let (status, body) = http_get(port, "/proof/100000");
+    assert_eq!(status, 404);
+    assert!(body["error"].as_str().unwrap().contains("no member"));
+    assert_eq!(http_get(port, "/nope").0, 404);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -32,10 +32,12 @@
 mod config;
 mod error;
 pub mod keys;
+mod shared;
 mod store;
 mod tree;
 
 pub use config::{Durability, Mode, SledConfig};
 pub use error::SledTreeError;
+pub use shared::SharedTree;
 pub use store::{MemStore, NodeStore, SledStore, StoreBatch, LOCK_FILE};
-pub use tree::{IntegrityIssue, SledMerkleTree, StoreTreeError};
+pub use tree::{IntegrityIssue, PreparedApply, SledMerkleTree, StoreTreeError};

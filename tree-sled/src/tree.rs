@@ -77,6 +77,8 @@ pub struct SledMerkleTree<H: DigestCodec, S: NodeStore = SledStore> {
     history: HistoryConfig,
     /// The retained checkpoints (their records are in the store; this mirrors them).
     checkpoints: CheckpointList<Digest<H>>,
+    /// Bumped by every commit and reload: what `publish` checks a prepared batch against.
+    generation: u64,
 }
 
 impl<H: DigestCodec> SledMerkleTree<H, SledStore> {
@@ -254,6 +256,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             cache_from: depth.get().saturating_sub(cached_levels.saturating_sub(1)),
             history: HistoryConfig::default(),
             checkpoints: CheckpointList::default(),
+            generation: 0,
         };
         tree.load_history()?;
         if cached_levels == 0 {
@@ -334,6 +337,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
 
     /// Re-reads `next_index`, metadata and root from the store and empties the cache.
     fn reload(&mut self) -> Result<(), StoreTreeError<S>> {
+        self.generation += 1;
         self.cache.lock().clear();
         let next_index = match self
             .store
@@ -425,6 +429,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
 
     /// Commits `batch`; on failure re-reads the in-memory view from the store.
     fn commit_or_reload(&mut self, batch: StoreBatch) -> Result<(), StoreTreeError<S>> {
+        self.generation += 1;
         if let Err(error) = self.store.commit(batch) {
             self.reload()?;
             return Err(SledTreeError::Store(error));
@@ -698,10 +703,42 @@ impl<H: DigestCodec, S: NodeStore> MerkleTree for SledMerkleTree<H, S> {
     }
 
     fn apply(&mut self, batch: UpdateBatch<H>) -> Result<(), Self::Error> {
+        let prepared = self.prepare(batch)?;
+        self.publish(prepared)
+    }
+
+    fn rehash_config(&self) -> &RehashConfig {
+        &self.config
+    }
+
+    fn set_rehash_config(&mut self, config: RehashConfig) {
+        self.config = config;
+    }
+}
+
+/// A batch computed by [`SledMerkleTree::prepare`], ready to [`publish`](SledMerkleTree::publish).
+pub struct PreparedApply<H: DigestCodec> {
+    store_batch: StoreBatch,
+    changed: Vec<(ChunkAddr, Vec<Digest<H>>)>,
+    root: Digest<H>,
+    next_index: u64,
+    metadata: Option<Vec<u8>>,
+    generation: u64,
+}
+
+impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
+    /// Validates `batch` and computes everything its commit writes — every hash, the store
+    /// batch with its undo records, the new root — reading the tree but changing nothing.
+    /// [`publish`](Self::publish) then commits it. `apply` is the two in a row; a service calls
+    /// `prepare` under a shared lock, so readers keep going while a large batch hashes.
+    ///
+    /// # Errors
+    /// As [`MerkleTree::apply`].
+    pub fn prepare(&self, batch: UpdateBatch<H>) -> Result<PreparedApply<H>, StoreTreeError<S>> {
         let prepared = batch.validate(self.depth, self.next_index)?;
         let levels = usize::from(self.depth.get()) + 1;
         let mut overlay = Overlay {
-            tree: &*self,
+            tree: self,
             levels: vec![(Vec::new(), Vec::new()); levels],
             loaded: RefCell::new(FxHashMap::default()),
         };
@@ -789,6 +826,37 @@ impl<H: DigestCodec, S: NodeStore> MerkleTree for SledMerkleTree<H, S> {
             }
         }
 
+        Ok(PreparedApply {
+            store_batch,
+            changed,
+            root: new_root,
+            next_index: prepared.next_index(),
+            metadata: prepared.metadata().map(<[u8]>::to_vec),
+            generation: self.generation,
+        })
+    }
+
+    /// Commits a [`prepare`](Self::prepare)d batch: the one store commit, then the in-memory
+    /// view. Nothing else may have changed the tree in between.
+    ///
+    /// # Errors
+    /// [`SledTreeError::Corrupted`] if the tree moved since `prepare` (the batch is not applied);
+    /// the store's commit error (the tree is reloaded from the store).
+    pub fn publish(&mut self, prepared: PreparedApply<H>) -> Result<(), StoreTreeError<S>> {
+        if prepared.generation != self.generation {
+            return Err(SledTreeError::Corrupted {
+                key: Vec::new(),
+                reason: "the tree changed between prepare and publish",
+            });
+        }
+        let PreparedApply {
+            store_batch,
+            changed,
+            root: new_root,
+            next_index,
+            metadata,
+            ..
+        } = prepared;
         if !store_batch.is_empty() {
             // The store may or may not hold a failed batch (e.g. written but not flushed): the
             // in-memory view is taken from the store again rather than guessed.
@@ -802,19 +870,11 @@ impl<H: DigestCodec, S: NodeStore> MerkleTree for SledMerkleTree<H, S> {
             }
         }
         self.root = new_root;
-        self.next_index = prepared.next_index();
-        if let Some(metadata) = prepared.metadata() {
-            self.metadata = metadata.to_vec();
+        self.next_index = next_index;
+        if let Some(metadata) = metadata {
+            self.metadata = metadata;
         }
         Ok(())
-    }
-
-    fn rehash_config(&self) -> &RehashConfig {
-        &self.config
-    }
-
-    fn set_rehash_config(&mut self, config: RehashConfig) {
-        self.config = config;
     }
 }
 

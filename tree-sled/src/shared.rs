@@ -1,0 +1,58 @@
+//! A tree shared by a service: many threads read consistent (root, proof) pairs while one
+//! writer applies batches.
+//!
+//! A write is split in two: [`SledMerkleTree::prepare`] does all the hashing and builds the store
+//! batch under the *shared* lock, so readers keep reading the old state meanwhile; only
+//! [`SledMerkleTree::publish`] (one store commit and a few assignments) takes the exclusive
+//! lock. Writers are serialised by their own mutex, so nothing changes the tree between the two
+//! steps. Every read closure sees exactly one state.
+
+use hasher::DigestCodec;
+use parking_lot::{Mutex, RwLock};
+use tree_core::UpdateBatch;
+
+use crate::store::{NodeStore, SledStore};
+use crate::tree::{SledMerkleTree, StoreTreeError};
+
+/// A [`SledMerkleTree`] behind a reader-writer lock, for concurrent readers and one writer.
+pub struct SharedTree<H: DigestCodec, S: NodeStore = SledStore> {
+    tree: RwLock<SledMerkleTree<H, S>>,
+    writer: Mutex<()>,
+}
+
+impl<H: DigestCodec, S: NodeStore> SharedTree<H, S> {
+    /// Shares `tree`.
+    pub fn new(tree: SledMerkleTree<H, S>) -> Self {
+        Self {
+            tree: RwLock::new(tree),
+            writer: Mutex::new(()),
+        }
+    }
+
+    /// Runs `f` on one consistent state of the tree (shared lock; concurrent with other readers
+    /// and with a writer's hashing).
+    pub fn read<R>(&self, f: impl FnOnce(&SledMerkleTree<H, S>) -> R) -> R {
+        f(&self.tree.read())
+    }
+
+    /// Applies `batch`: hashing under the shared lock, the commit under a short exclusive one.
+    ///
+    /// # Errors
+    /// As [`tree_core::MerkleTree::apply`].
+    pub fn apply(&self, batch: UpdateBatch<H>) -> Result<(), StoreTreeError<S>> {
+        let _writer = self.writer.lock();
+        let prepared = self.tree.read().prepare(batch)?;
+        self.tree.write().publish(prepared)
+    }
+
+    /// Runs `f` with exclusive access (checkpoints, rewinds, configuration).
+    pub fn write<R>(&self, f: impl FnOnce(&mut SledMerkleTree<H, S>) -> R) -> R {
+        let _writer = self.writer.lock();
+        f(&mut self.tree.write())
+    }
+
+    /// The tree back.
+    pub fn into_inner(self) -> SledMerkleTree<H, S> {
+        self.tree.into_inner()
+    }
+}
