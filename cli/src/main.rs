@@ -116,6 +116,13 @@ enum Command {
         #[arg(long)]
         events: Option<PathBuf>,
     },
+    /// The `min_parallel_nodes` sweep, thread scaling and DashMap comparison (tree-bench's
+    /// `tune`; e.g. `canopy tune --quick`, `canopy tune --help`).
+    Tune {
+        /// Arguments for the sweep.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Recomputes every stored node and reports mismatches.
     Check {
         /// Database directory.
@@ -194,6 +201,14 @@ fn main() -> ExitCode {
             expect_root,
         } => ops::import(&db, &file, expect_root.as_deref()),
         Command::Serve { db, listen, events } => serve::run(&db, listen, events),
+        Command::Tune { args } => {
+            tree_bench::tune::run_cli(std::iter::once("canopy tune".to_owned()).chain(args))
+                .map(|()| Output {
+                    text: String::new(),
+                    json: serde_json::json!({"done": true}),
+                })
+                .map_err(|e| CliError::Usage(e.to_string()))
+        }
         Command::Check { db } => ops::check(&db),
     };
     match result {

@@ -1,6 +1,7 @@
 //! Shared pieces of Canopy's benchmarks: the zerokit hasher adapter, timing and memory probes.
 
 pub mod plot;
+pub mod tune;
 
 use std::time::{Duration, Instant};
 
