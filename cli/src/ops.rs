@@ -32,8 +32,8 @@ pub fn last_block(tree: &Tree) -> Option<u64> {
         .map(u64::from_be_bytes)
 }
 
-/// A crash between a block's batch and its checkpoint leaves the block applied but not
-/// checkpointed; the state is exactly the block's, so the checkpoint is recorded now.
+/// Blocks land with their checkpoint in one batch; a database written otherwise (blocks applied
+/// by hand, checkpoints pruned to none) gets its last block's checkpoint recorded now.
 pub fn repair_checkpoint(tree: &mut Tree) -> Result<(), CliError> {
     let latest = tree.checkpoints()?.last().map(|c| c.id);
     if let Some(block) = last_block(tree) {
@@ -44,16 +44,14 @@ pub fn repair_checkpoint(tree: &mut Tree) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Applies one block: registrations and removals in one atomic batch carrying the block number
-/// as metadata, then a checkpoint named by the block.
+/// Applies one block: registrations, removals, the block number as metadata and a checkpoint
+/// named by the block, all in one atomic batch.
 ///
 /// # Errors
 /// [`CliError::BadEvent`] when the tree refuses the block (nothing is written), storage errors.
 pub fn apply_block(tree: &mut Tree, block: &Block) -> Result<(), CliError> {
-    tree.apply(block_batch(tree.next_index(), block))
-        .map_err(|e| block_error(block, e))?;
-    tree.checkpoint(block.number)?;
-    Ok(())
+    tree.apply_checkpointed(block_batch(tree.next_index(), block), block.number)
+        .map_err(|e| block_error(block, e))
 }
 
 /// [`apply_block`] through a shared handle: readers keep reading while the block hashes.

@@ -45,6 +45,21 @@ impl<H: DigestCodec, S: NodeStore> SharedTree<H, S> {
         self.tree.write().publish(prepared)
     }
 
+    /// Applies `batch` and records checkpoint `id` after it, in one atomic store batch; hashing
+    /// under the shared lock as in [`apply`](Self::apply).
+    ///
+    /// # Errors
+    /// As [`SledMerkleTree::apply_checkpointed`].
+    pub fn apply_checkpointed(
+        &self,
+        batch: UpdateBatch<H>,
+        id: u64,
+    ) -> Result<(), StoreTreeError<S>> {
+        let _writer = self.writer.lock();
+        let prepared = self.tree.read().prepare_checkpointed(batch, id)?;
+        self.tree.write().publish(prepared)
+    }
+
     /// Runs `f` with exclusive access (checkpoints, rewinds, configuration).
     pub fn write<R>(&self, f: impl FnOnce(&mut SledMerkleTree<H, S>) -> R) -> R {
         let _writer = self.writer.lock();

@@ -22,6 +22,11 @@ impl StoreBatch {
         self.ops.push((key.to_vec(), Some(value)));
     }
 
+    /// Keeps only the operations whose key satisfies `keep`.
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
+        self.ops.retain(|(key, _)| keep(key));
+    }
+
     /// Removes `key`.
     pub fn remove(&mut self, key: &[u8]) {
         self.ops.push((key.to_vec(), None));

@@ -412,6 +412,24 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
         Ok(())
     }
 
+    /// Adds checkpoint `info`'s record and the pruning it causes to `batch`; returns the list
+    /// to install once the batch is committed.
+    fn add_checkpoint(
+        &self,
+        info: CheckpointInfo<Digest<H>>,
+        batch: &mut StoreBatch,
+    ) -> Result<CheckpointList<Digest<H>>, StoreTreeError<S>> {
+        let mut record = vec![0u8; H::LEN];
+        H::encode(&info.root, &mut record);
+        record.extend_from_slice(&info.next_index.to_be_bytes());
+        record.extend_from_slice(&info.metadata);
+        batch.insert(&checkpoint_key(info.id), record);
+        let mut list = self.checkpoints.clone();
+        let pruned = list.push(info, self.history.max_checkpoints);
+        self.remove_checkpoints(&pruned, batch)?;
+        Ok(list)
+    }
+
     /// Adds the removal of `ids`' checkpoint records and undo frames to `batch`.
     fn remove_checkpoints(
         &self,
@@ -724,6 +742,7 @@ pub struct PreparedApply<H: DigestCodec> {
     next_index: u64,
     metadata: Option<Vec<u8>>,
     generation: u64,
+    checkpoints: Option<CheckpointList<Digest<H>>>,
 }
 
 impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
@@ -735,6 +754,41 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     /// # Errors
     /// As [`MerkleTree::apply`].
     pub fn prepare(&self, batch: UpdateBatch<H>) -> Result<PreparedApply<H>, StoreTreeError<S>> {
+        self.prepare_inner(batch, None)
+    }
+
+    /// [`prepare`](Self::prepare), with checkpoint `id` recorded after the batch in the *same*
+    /// store batch: the block and its checkpoint land together or not at all.
+    ///
+    /// # Errors
+    /// As `prepare`, and [`tree_core::TreeError::CheckpointNotIncreasing`].
+    pub fn prepare_checkpointed(
+        &self,
+        batch: UpdateBatch<H>,
+        id: u64,
+    ) -> Result<PreparedApply<H>, StoreTreeError<S>> {
+        self.checkpoints.check_new(id)?;
+        self.prepare_inner(batch, Some(id))
+    }
+
+    /// Applies `batch` and records checkpoint `id` after it, in one atomic store batch.
+    ///
+    /// # Errors
+    /// As [`prepare_checkpointed`](Self::prepare_checkpointed) and [`publish`](Self::publish).
+    pub fn apply_checkpointed(
+        &mut self,
+        batch: UpdateBatch<H>,
+        id: u64,
+    ) -> Result<(), StoreTreeError<S>> {
+        let prepared = self.prepare_checkpointed(batch, id)?;
+        self.publish(prepared)
+    }
+
+    fn prepare_inner(
+        &self,
+        batch: UpdateBatch<H>,
+        checkpoint: Option<u64>,
+    ) -> Result<PreparedApply<H>, StoreTreeError<S>> {
         let prepared = batch.validate(self.depth, self.next_index)?;
         let levels = usize::from(self.depth.get()) + 1;
         let mut overlay = Overlay {
@@ -826,6 +880,29 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             }
         }
 
+        let checkpoints = match checkpoint {
+            Some(id) if self.history.max_checkpoints > 0 => {
+                // A pruned frame must not be the one this batch just wrote undo records into
+                // (only possible with max_checkpoints = 1): such a frame would outlive its
+                // checkpoint, so drop the records instead by not recording them at all.
+                let info = CheckpointInfo {
+                    id,
+                    root: new_root,
+                    next_index: prepared.next_index(),
+                    metadata: prepared
+                        .metadata()
+                        .map_or_else(|| self.metadata.clone(), <[u8]>::to_vec),
+                };
+                if self.history.max_checkpoints == 1 {
+                    if let Some(latest) = self.checkpoints.latest() {
+                        store_batch
+                            .retain(|key| !key.starts_with(&crate::keys::undo_prefix(latest.id)));
+                    }
+                }
+                Some(self.add_checkpoint(info, &mut store_batch)?)
+            }
+            _ => None,
+        };
         Ok(PreparedApply {
             store_batch,
             changed,
@@ -833,6 +910,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             next_index: prepared.next_index(),
             metadata: prepared.metadata().map(<[u8]>::to_vec),
             generation: self.generation,
+            checkpoints,
         })
     }
 
@@ -855,6 +933,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             root: new_root,
             next_index,
             metadata,
+            checkpoints,
             ..
         } = prepared;
         if !store_batch.is_empty() {
@@ -873,6 +952,9 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
         self.next_index = next_index;
         if let Some(metadata) = metadata {
             self.metadata = metadata;
+        }
+        if let Some(checkpoints) = checkpoints {
+            self.checkpoints = checkpoints;
         }
         Ok(())
     }
@@ -911,15 +993,8 @@ impl<H: DigestCodec, S: NodeStore> History for SledMerkleTree<H, S> {
             next_index: self.next_index,
             metadata: self.metadata.clone(),
         };
-        let mut record = vec![0u8; H::LEN];
-        H::encode(&info.root, &mut record);
-        record.extend_from_slice(&info.next_index.to_be_bytes());
-        record.extend_from_slice(&info.metadata);
-        let mut list = self.checkpoints.clone();
-        let pruned = list.push(info, self.history.max_checkpoints);
         let mut batch = StoreBatch::default();
-        batch.insert(&checkpoint_key(id), record);
-        self.remove_checkpoints(&pruned, &mut batch)?;
+        let list = self.add_checkpoint(info, &mut batch)?;
         self.commit_or_reload(batch)?;
         self.checkpoints = list;
         Ok(())
