@@ -93,22 +93,28 @@ fn block_error(block: &Block, e: tree_sled::SledTreeError) -> CliError {
     }
 }
 
+/// Refuses a directory that already holds anything: `init` and `import` create databases.
+fn ensure_empty(db: &Path) -> Result<(), CliError> {
+    let occupied = db.exists()
+        && std::fs::read_dir(db)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true);
+    if occupied {
+        return Err(CliError::Usage(format!(
+            "{} already exists and is not empty",
+            db.display()
+        )));
+    }
+    Ok(())
+}
+
 /// `canopy init`.
 ///
 /// # Errors
 /// The directory already holds data; storage errors.
 pub fn init(db: &Path, depth: u8) -> Result<Output, CliError> {
     let depth = Depth::new(depth).map_err(|e| CliError::Usage(format!("--depth: {e}")))?;
-    if db.exists()
-        && std::fs::read_dir(db)
-            .map(|mut d| d.next().is_some())
-            .unwrap_or(true)
-    {
-        return Err(CliError::Usage(format!(
-            "{} already exists and is not empty",
-            db.display()
-        )));
-    }
+    ensure_empty(db)?;
     let mut tree = Tree::open(&SledConfig::new(db), depth)?;
     tree.close()?;
     Ok(Output {
@@ -284,16 +290,7 @@ pub fn import(db: &Path, file: &Path, expect_root: Option<&str>) -> Result<Outpu
         .map(parse_fr)
         .transpose()
         .map_err(|e| CliError::Usage(format!("--expect-root: {e}")))?;
-    if db.exists()
-        && std::fs::read_dir(db)
-            .map(|mut d| d.next().is_some())
-            .unwrap_or(true)
-    {
-        return Err(CliError::Usage(format!(
-            "{} already exists and is not empty",
-            db.display()
-        )));
-    }
+    ensure_empty(db)?;
     let reader = File::open(file).map_err(|source| CliError::Io {
         path: file.to_path_buf(),
         source,

@@ -69,7 +69,9 @@ pub fn time_pair<A, B>(
 }
 
 impl Stats {
-    fn from_samples(mut samples: Vec<Duration>) -> Self {
+    /// Median, min and max of `samples` (at least one).
+    #[must_use]
+    pub fn from_samples(mut samples: Vec<Duration>) -> Self {
         samples.sort();
         Self {
             median: samples[samples.len() / 2],

@@ -184,15 +184,6 @@ where
     }
 }
 
-fn stats(mut samples: Vec<Duration>) -> Stats {
-    samples.sort();
-    Stats {
-        median: samples[samples.len() / 2],
-        min: samples[0],
-        max: samples[samples.len() - 1],
-    }
-}
-
 /// Warm-up, then `reps` timed runs of `op`, each from the prefilled state.
 fn measure<B: Bench>(bench: &mut B, op: Op, reps: usize) -> Stats
 where
@@ -212,7 +203,7 @@ where
         // The reset tree must still run at the threshold being measured.
         assert_eq!(bench.tree().rehash_config().min_parallel_nodes, threshold);
     }
-    stats(samples)
+    Stats::from_samples(samples)
 }
 
 /// One measured point of the sweep.
@@ -506,7 +497,7 @@ fn hash_time<H: BenchHasher>() -> Duration {
         }
         samples.push(started.elapsed() / 256);
     }
-    stats(samples).median
+    Stats::from_samples(samples).median
 }
 
 /// Thread scaling of the in-memory trees with Poseidon at depth 20.
@@ -619,7 +610,7 @@ fn dashmap_comparison<H: BenchHasher>(sizes: &[usize], reps: usize) {
             a.push(collect());
             b.push(dash());
         }
-        let (a, b) = (stats(a).median, stats(b).median);
+        let (a, b) = (Stats::from_samples(a).median, Stats::from_samples(b).median);
         println!(
             "| {n} | {} | {} | {:.2}x |",
             short(a),

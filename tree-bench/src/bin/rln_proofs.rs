@@ -23,9 +23,8 @@ use zerokit_utils::merkle_tree::{ZerokitMerkleProof, ZerokitMerkleTree};
 
 const LIMIT: u64 = 20;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
+fn median(samples: Vec<Duration>) -> Duration {
+    tree_bench::Stats::from_samples(samples).median
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
