@@ -9,8 +9,8 @@ use ark_std::{rand::SeedableRng, UniformRand};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hasher::{
-    hash_pairs_interleaved, poseidon, poseidon_light, Fr, Hasher, Keccak256Hasher,
-    LightPoseidonHasher, PoseidonHasher,
+    hash_pairs_interleaved, poseidon, poseidon_light, FastPoseidon, Fr, Hasher, Keccak256Hasher,
+    LightPoseidonHasher, PoseidonHasher, INTERLEAVE,
 };
 
 fn zerokit() -> zerokit_utils::poseidon::Poseidon<Fr> {
@@ -119,6 +119,59 @@ fn batched(c: &mut Criterion) {
     interleave(c, &left, &right);
 }
 
+/// Ours for `T - 1` inputs: `INTERLEAVE` permutations at a time, as `hash_level` does for pairs.
+fn ours_batched<const T: usize>(p: &FastPoseidon<T>, inputs: &[Vec<Fr>], out: &mut [Fr]) {
+    let mut states = [[Fr::from(0u64); T]; INTERLEAVE];
+    for (block, outs) in inputs
+        .chunks_exact(INTERLEAVE)
+        .zip(out.chunks_exact_mut(INTERLEAVE))
+    {
+        for (state, input) in states.iter_mut().zip(block) {
+            state[0] = Fr::from(0u64);
+            state[1..].copy_from_slice(input);
+        }
+        p.permute_batch(&mut states);
+        for (o, state) in outs.iter_mut().zip(&states) {
+            *o = state[0];
+        }
+    }
+}
+
+/// 256 independent hashes of 1 and of 3 inputs (the RLN primitives' widths), each peer in a loop.
+fn batched_by_width(c: &mut Criterion) {
+    let zerokit = zerokit();
+    let (Ok(two), Ok(four)) = (FastPoseidon::<2>::new(), FastPoseidon::<4>::new()) else {
+        return;
+    };
+    let mut out = vec![Fr::from(0u64); BATCH];
+    let mut group = c.benchmark_group("batch256_inputs");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    for n in [1usize, 3] {
+        let inputs = random_inputs(BATCH, n);
+        group.bench_function(BenchmarkId::new("light-poseidon", n), |b| {
+            b.iter(|| {
+                for (o, x) in out.iter_mut().zip(&inputs) {
+                    *o = poseidon_light(black_box(x)).unwrap_or_default();
+                }
+            });
+        });
+        group.bench_function(BenchmarkId::new("zerokit", n), |b| {
+            b.iter(|| {
+                for (o, x) in out.iter_mut().zip(&inputs) {
+                    *o = zerokit.hash(black_box(x)).unwrap_or_default();
+                }
+            });
+        });
+        group.bench_function(BenchmarkId::new("canopy", n), |b| {
+            b.iter(|| match n {
+                1 => ours_batched(&two, black_box(&inputs), &mut out),
+                _ => ours_batched(&four, black_box(&inputs), &mut out),
+            });
+        });
+    }
+    group.finish();
+}
+
 /// The interleave width sweep behind `hasher::INTERLEAVE`.
 fn interleave(c: &mut Criterion, left: &[Fr], right: &[Fr]) {
     let mut out = vec![Fr::from(0u64); BATCH];
@@ -135,5 +188,5 @@ fn interleave(c: &mut Criterion, left: &[Fr], right: &[Fr]) {
     group.finish();
 }
 
-criterion_group!(benches, single, batched);
+criterion_group!(benches, single, batched, batched_by_width);
 criterion_main!(benches);
