@@ -190,7 +190,7 @@ fn main() -> ExitCode {
             blocks,
         } => demo::run(db, members, blocks, cli.json),
         Command::Init { db, depth } => ops::init(&db, depth),
-        Command::Apply { db, events } => ops::apply(&db, &events, cli.json),
+        Command::Apply { db, events } => ops::apply(&db, &events),
         Command::Root { db } => ops::root(&db),
         Command::Proof { db, index } => ops::proof(&db, index),
         Command::Rewind { db, block } => ops::rewind(&db, block),

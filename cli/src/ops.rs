@@ -9,7 +9,7 @@ use serde_json::json;
 use tree_core::{Depth, History, MerkleTree, Snapshot, TreeError, UpdateBatch};
 use tree_sled::{SledConfig, SledMerkleTree};
 
-use crate::events::{fr_hex, parse_fr, read_blocks, Block};
+use crate::events::{fr_hex, parse_fr, read_blocks_from, Block};
 use crate::{CliError, Output};
 
 /// The tree type every command works on.
@@ -127,16 +127,8 @@ pub fn init(db: &Path, depth: u8) -> Result<Output, CliError> {
 ///
 /// # Errors
 /// Bad events (with their line), storage errors. Blocks before the failing one stay applied.
-pub fn apply(db: &Path, events: &Path, _json: bool) -> Result<Output, CliError> {
-    let blocks = if events == Path::new("-") {
-        read_blocks(std::io::stdin().lock())?
-    } else {
-        let file = File::open(events).map_err(|source| CliError::Io {
-            path: events.to_path_buf(),
-            source,
-        })?;
-        read_blocks(BufReader::new(file))?
-    };
+pub fn apply(db: &Path, events: &Path) -> Result<Output, CliError> {
+    let blocks = read_blocks_from(events)?;
     let mut tree = open(db)?;
     repair_checkpoint(&mut tree)?;
     let resumed_after = last_block(&tree);

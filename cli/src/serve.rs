@@ -5,7 +5,7 @@
 //! Merkle witness in the RLN field order, hex, plus zerokit's byte encoding: each path element as
 //! 32 bytes little-endian, concatenated). Bad requests get a 4xx with `{"error": ...}`.
 
-use std::io::{BufReader, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use tree_core::{History, MerkleTree};
 use tree_sled::SharedTree;
 
-use crate::events::{fr_hex, read_blocks};
+use crate::events::{fr_hex, read_blocks_from};
 use crate::ops::{apply_block_shared, last_block, open, repair_checkpoint};
 use crate::{CliError, Output};
 
@@ -122,15 +122,7 @@ pub fn run(
         let writer = shared.clone();
         std::thread::spawn(move || {
             let result = (|| -> Result<usize, CliError> {
-                let blocks = if events == std::path::Path::new("-") {
-                    read_blocks(std::io::stdin().lock())?
-                } else {
-                    let file = std::fs::File::open(&events).map_err(|source| CliError::Io {
-                        path: events.clone(),
-                        source,
-                    })?;
-                    read_blocks(BufReader::new(file))?
-                };
+                let blocks = read_blocks_from(&events)?;
                 let last = writer.read(last_block);
                 let mut applied = 0;
                 for block in blocks.iter().filter(|b| last.is_none_or(|l| b.number > l)) {

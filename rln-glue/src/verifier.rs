@@ -96,13 +96,13 @@ impl RlnVerifier {
     ///
     /// # Errors
     /// [`VerifyError::SignalMismatch`], [`VerifyError::UnknownRoot`], [`VerifyError::BadProof`].
-    pub fn verify_message(
+    pub fn verify_message<E: std::error::Error + 'static>(
         &self,
         proof: &RlnProof,
         values: &PublicValues,
         x: &Fr,
         acceptable_roots: &[Fr],
-    ) -> Result<(), VerifyError> {
+    ) -> Result<(), VerifyError<E>> {
         if values.x != *x {
             return Err(VerifyError::SignalMismatch);
         }
@@ -132,12 +132,5 @@ impl RlnVerifier {
     {
         let roots = tree.roots().map_err(VerifyError::Tree)?;
         self.verify_message(proof, values, x, &roots)
-            .map_err(|e| match e {
-                VerifyError::SignalMismatch => VerifyError::SignalMismatch,
-                VerifyError::UnknownRoot => VerifyError::UnknownRoot,
-                VerifyError::MalformedKey => VerifyError::MalformedKey,
-                VerifyError::MalformedProof { found } => VerifyError::MalformedProof { found },
-                _ => VerifyError::BadProof,
-            })
     }
 }

@@ -431,11 +431,14 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     }
 
     /// Adds the removal of `ids`' checkpoint records and undo frames to `batch`.
+    /// Undo records `batch` itself would add to those frames are dropped too (an apply that
+    /// prunes the frame it just recorded into, as with `max_checkpoints = 1`).
     fn remove_checkpoints(
         &self,
         ids: &[u64],
         batch: &mut StoreBatch,
     ) -> Result<(), StoreTreeError<S>> {
+        batch.retain(|key| !ids.iter().any(|&id| key.starts_with(&undo_prefix(id))));
         for &id in ids {
             batch.remove(&checkpoint_key(id));
             self.store
@@ -893,12 +896,6 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
                         .metadata()
                         .map_or_else(|| self.metadata.clone(), <[u8]>::to_vec),
                 };
-                if self.history.max_checkpoints == 1 {
-                    if let Some(latest) = self.checkpoints.latest() {
-                        store_batch
-                            .retain(|key| !key.starts_with(&crate::keys::undo_prefix(latest.id)));
-                    }
-                }
                 Some(self.add_checkpoint(info, &mut store_batch)?)
             }
             _ => None,
