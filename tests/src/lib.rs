@@ -6,6 +6,10 @@ use std::sync::Arc;
 use hasher::Fr;
 use tree_sled::{MemStore, NodeStore, StoreBatch};
 
+pub mod power_loss;
+pub mod report;
+pub mod steps;
+
 /// Proptest case count: `PROPTEST_CASES` when set, else `default`.
 #[must_use]
 pub fn cases(default: u32) -> u32 {
@@ -30,6 +34,8 @@ pub struct FaultyStore {
     pub commits: Arc<AtomicUsize>,
     /// The 0-based commit that fails.
     pub fail_at: usize,
+    /// Whether the failing commit is written anyway (as sled's when its flush fails).
+    pub lands: bool,
 }
 
 impl FaultyStore {
@@ -40,6 +46,16 @@ impl FaultyStore {
             inner: MemStore::new(),
             commits: Arc::new(AtomicUsize::new(0)),
             fail_at,
+            lands: false,
+        }
+    }
+
+    /// A fresh store whose `fail_at`-th commit is written but still reports failure.
+    #[must_use]
+    pub fn landing(fail_at: usize) -> Self {
+        Self {
+            lands: true,
+            ..Self::new(fail_at)
         }
     }
 }
@@ -55,6 +71,9 @@ impl NodeStore for FaultyStore {
     }
     fn commit(&self, batch: StoreBatch) -> Result<(), Injected> {
         if self.commits.fetch_add(1, Ordering::SeqCst) == self.fail_at {
+            if self.lands {
+                let Ok(()) = self.inner.commit(batch);
+            }
             return Err(Injected);
         }
         let Ok(()) = self.inner.commit(batch);

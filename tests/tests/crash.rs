@@ -8,67 +8,17 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use integration_tests::report;
+use integration_tests::steps::{batch, history_step, HISTORY};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use tree_core::testing::MixHasher;
-use tree_core::{
-    Depth, History, HistoryConfig, MerkleTree, MerkleTreeExt, OptimalMerkleTree, UpdateBatch,
-};
+use tree_core::{Depth, History, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
 use tree_sled::{Durability, SledConfig, SledMerkleTree};
 
 const DEPTH: u8 = 16;
 
-/// Batch `k` for a tree whose `next_index` is `next`: appends, scattered rewrites, deletes and the
-/// batch number as metadata. Deterministic in (seed, k, next).
-fn batch(seed: u64, k: u64, next: u64) -> UpdateBatch<MixHasher> {
-    let mut rng = StdRng::seed_from_u64(seed ^ (k << 20));
-    let mut batch = UpdateBatch::new();
-    let appended = rng.gen_range(1..40u64);
-    batch.set_range(next, (0..appended).map(|i| (k << 32) | (i + 1)));
-    if next > 0 {
-        for _ in 0..rng.gen_range(0..4) {
-            batch.set(rng.gen_range(0..next), rng.gen());
-        }
-        for _ in 0..rng.gen_range(0..3) {
-            batch.delete(rng.gen_range(0..next));
-        }
-    }
-    batch.metadata(k.to_be_bytes().to_vec());
-    batch
-}
-
 fn config(dir: &std::path::Path) -> SledConfig {
     SledConfig::new(dir).durability(Durability::EveryCommit)
-}
-
-/// History mode: retention small enough that checkpoints prune.
-const HISTORY: HistoryConfig = HistoryConfig {
-    max_checkpoints: 6,
-    root_window: 3,
-};
-
-/// History step `s` (one commit each): mostly "apply batch, then checkpoint it" as two steps,
-/// sometimes a rewind of 1–3 checkpoints. Deterministic in (seed, s, tree state), so the model
-/// replays exactly what the writer did.
-/// Returns whether the step was a rewind.
-fn history_step<T: History<Hasher = MixHasher>>(
-    tree: &mut T,
-    seed: u64,
-    s: u64,
-) -> Result<bool, T::Error> {
-    let mut rng = StdRng::seed_from_u64(seed ^ (s << 24) ^ 0x5171);
-    let checkpoints = tree.checkpoints()?;
-    // Even steps checkpoint what the odd step before did.
-    if s.is_multiple_of(2) {
-        return tree.checkpoint(s).map(|()| false);
-    }
-    if checkpoints.len() > 2 && rng.gen_ratio(1, 3) {
-        let back = rng.gen_range(1..=checkpoints.len().min(3));
-        return tree
-            .rewind_to(checkpoints[checkpoints.len() - back].id)
-            .map(|()| true);
-    }
-    tree.apply(batch(seed, s, tree.next_index()))
-        .map(|()| false)
 }
 
 /// History mode writer: runs history steps 1, 2, ... and prints `ack s` after each.
@@ -149,7 +99,7 @@ fn kill_9_during_checkpoints_and_rewinds() {
     }
     let trials = trials() / 2;
     let mut rng = StdRng::seed_from_u64(0x415);
-    let (mut bad, mut max_acked, mut rewinds_seen) = (0, 0, 0u64);
+    let (mut torn, mut lost, mut max_acked, mut rewinds_seen) = (0u64, 0u64, 0, 0u64);
     let depth = Depth::new(DEPTH).unwrap();
     for trial in 0..trials {
         let seed = rng.gen::<u64>();
@@ -188,12 +138,12 @@ fn kill_9_during_checkpoints_and_rewinds() {
             }
         }
         let (Some(s), Some(mut model)) = (matched, snapshot) else {
-            bad += 1;
+            torn += 1;
             eprintln!("trial {trial}: state matches no step prefix (acked {acked})");
             continue;
         };
         if s < acked {
-            bad += 1;
+            lost += 1;
             eprintln!("trial {trial}: reopened at step {s} but {acked} were acknowledged");
             continue;
         }
@@ -218,10 +168,16 @@ fn kill_9_during_checkpoints_and_rewinds() {
         }
     }
     println!(
-        "kill -9 with history: {trials} trials, {bad} bad (max acknowledged step {max_acked}, \
-         {rewinds_seen} rewinds replayed)"
+        "kill -9 with history: {trials} trials, {torn} torn, {lost} lost (max acknowledged step \
+         {max_acked}, {rewinds_seen} rewinds replayed)"
     );
-    assert_eq!(bad, 0);
+    report::record(
+        "kill9",
+        "history",
+        &[("trials", trials), ("torn", torn), ("lost", lost)],
+        &[],
+    );
+    assert_eq!((torn, lost), (0, 0));
     assert!(
         max_acked > 0 && rewinds_seen > 0,
         "the writer did too little to prove anything"
@@ -258,7 +214,7 @@ fn kill_9_never_tears_a_batch() {
     }
     let trials = trials();
     let mut rng = StdRng::seed_from_u64(0xc4a5);
-    let (mut torn, mut lost, mut max_acked) = (0, 0, 0);
+    let (mut torn, mut lost, mut max_acked) = (0u64, 0u64, 0);
     for trial in 0..trials {
         let seed = rng.gen::<u64>();
         let (dir, acked) = run_and_kill("crash_child_writer", "CANOPY_CRASH_CHILD", seed, &mut rng);
@@ -316,6 +272,12 @@ fn kill_9_never_tears_a_batch() {
     }
     println!(
         "kill -9: {trials} trials, {torn} torn, {lost} lost (max acknowledged batch {max_acked})"
+    );
+    report::record(
+        "kill9",
+        "batches",
+        &[("trials", trials), ("torn", torn), ("lost", lost)],
+        &[],
     );
     assert_eq!((torn, lost), (0, 0));
     assert!(

@@ -50,6 +50,11 @@ pub enum SledTreeError<S: std::error::Error + 'static = sled::Error> {
     /// The store holds data but no Canopy header: not a tree, left untouched.
     #[error("store is not empty but holds no Canopy tree header")]
     NotATree,
+    /// A failed commit may or may not have reached the store; the tree kept its state from
+    /// before the failed call and refuses the store until it is reopened (which reads whichever
+    /// state is durable).
+    #[error("a failed commit left the store indeterminate: reopen the tree")]
+    Indeterminate,
     /// Another handle (this process or another) holds the database.
     #[error("database at {path:?} is locked by another handle")]
     Locked {

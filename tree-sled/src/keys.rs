@@ -13,6 +13,7 @@
 //! | `M` `history`                         | `max_checkpoints`, `root_window`: two `u64` big-endian (absent = defaults) |
 //! | `C` id:`u64` big-endian               | a checkpoint: root (`LEN` bytes), `next_index` `u64` BE, metadata |
 //! | `U` id:`u64` BE, then a key           | undo: that key's value at checkpoint `id`, `0` = absent or `1` + value |
+//! | `M` `commits`                         | `u64` big-endian: batches committed (absent = 0); every batch bumps it, so after a failed commit one read tells whether it landed |
 //!
 //! Nodes are stored in chunks of [`CHUNK_NODES`] consecutive nodes of one level: one sled entry per
 //! 16 nodes instead of one per node cuts sled's per-entry log and index overhead (disk, batch
@@ -49,6 +50,9 @@ pub const METADATA_KEY: &[u8] = b"Mmetadata";
 pub const NODE_PREFIX: u8 = b'N';
 /// Prefix of deleted-slot keys.
 pub const DELETED_PREFIX: u8 = b'D';
+
+/// Key of the commit counter.
+pub const COMMITS_KEY: &[u8] = b"Mcommits";
 
 /// Key of the persisted history configuration.
 pub const HISTORY_KEY: &[u8] = b"Mhistory";

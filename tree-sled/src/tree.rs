@@ -15,9 +15,9 @@ use std::cell::RefCell;
 use crate::keys::{
     checkpoint_key, chunk_key, decode_undo, deleted_key, encode_undo, parse_checkpoint_key,
     parse_chunk_key, parse_deleted_key, parse_undo_key, undo_key, undo_prefix, ChunkAddr,
-    CHECKPOINT_PREFIX, CHUNK_BITS, CHUNK_NODES, DELETED_PREFIX, DEPTH_KEY, DIGEST_LEN_KEY,
-    FORMAT_VERSION, FORMAT_VERSION_KEY, HASHER_KEY, HISTORY_KEY, METADATA_KEY, NEXT_INDEX_KEY,
-    NODE_PREFIX, UNDO_PREFIX,
+    CHECKPOINT_PREFIX, CHUNK_BITS, CHUNK_NODES, COMMITS_KEY, DELETED_PREFIX, DEPTH_KEY,
+    DIGEST_LEN_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, HASHER_KEY, HISTORY_KEY, METADATA_KEY,
+    NEXT_INDEX_KEY, NODE_PREFIX, UNDO_PREFIX,
 };
 use crate::store::{NodeStore, SledStore, StoreBatch};
 use crate::{SledConfig, SledTreeError};
@@ -79,6 +79,11 @@ pub struct SledMerkleTree<H: DigestCodec, S: NodeStore = SledStore> {
     checkpoints: CheckpointList<Digest<H>>,
     /// Bumped by every commit and reload: what `publish` checks a prepared batch against.
     generation: u64,
+    /// Set when a failed commit may have reached the store: the store's view and the tree's
+    /// disagree and only a reopen tells which is durable, so every store access is refused.
+    indeterminate: bool,
+    /// The stored commit counter (`M commits`).
+    commits: u64,
 }
 
 impl<H: DigestCodec> SledMerkleTree<H, SledStore> {
@@ -169,7 +174,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
         let version = store
             .get(FORMAT_VERSION_KEY)
             .map_err(SledTreeError::Store)?;
-        let (next_index, metadata) = match version {
+        let (next_index, metadata, commits) = match version {
             None => {
                 if !store.is_empty().map_err(SledTreeError::Store)? {
                     return Err(SledTreeError::NotATree);
@@ -182,7 +187,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
                 batch.insert(NEXT_INDEX_KEY, 0u64.to_be_bytes().to_vec());
                 store.commit(batch).map_err(SledTreeError::Store)?;
                 store.flush().map_err(SledTreeError::Store)?;
-                (0, Vec::new())
+                (0, Vec::new(), 0)
             }
             Some(bytes) => {
                 let found = decode_u32(FORMAT_VERSION_KEY, &bytes)?;
@@ -240,7 +245,11 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
                     .get(METADATA_KEY)
                     .map_err(SledTreeError::Store)?
                     .unwrap_or_default();
-                (next_index, metadata)
+                let commits = match store.get(COMMITS_KEY).map_err(SledTreeError::Store)? {
+                    Some(bytes) => decode_u64(COMMITS_KEY, &bytes)?,
+                    None => 0,
+                };
+                (next_index, metadata, commits)
             }
         };
         let empty = EmptyRoots::<H>::new(depth);
@@ -257,6 +266,8 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             history: HistoryConfig::default(),
             checkpoints: CheckpointList::default(),
             generation: 0,
+            indeterminate: false,
+            commits,
         };
         tree.load_history()?;
         if cached_levels == 0 {
@@ -298,7 +309,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             }
         }
         let key = chunk_key(chunk);
-        let values = match self.store.get(&key).map_err(SledTreeError::Store)? {
+        let values = match self.live()?.get(&key).map_err(SledTreeError::Store)? {
             None => vec![self.empty.at(chunk.level); CHUNK_NODES],
             Some(bytes) => Self::decode_chunk(&key, &bytes)?,
         };
@@ -319,7 +330,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             return Ok(self.chunk_values(chunk)?[slot]);
         }
         let key = chunk_key(chunk);
-        match self.store.get(&key).map_err(SledTreeError::Store)? {
+        match self.live()?.get(&key).map_err(SledTreeError::Store)? {
             None => Ok(self.empty.at(addr.level)),
             Some(bytes) if bytes.len() == CHUNK_NODES * H::LEN => {
                 let node = &bytes[slot * H::LEN..(slot + 1) * H::LEN];
@@ -441,21 +452,44 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
         batch.retain(|key| !ids.iter().any(|&id| key.starts_with(&undo_prefix(id))));
         for &id in ids {
             batch.remove(&checkpoint_key(id));
-            self.store
+            self.live()?
                 .scan_prefix(&undo_prefix(id), &mut |key, _| batch.remove(key))
                 .map_err(SledTreeError::Store)?;
         }
         Ok(())
     }
 
-    /// Commits `batch`; on failure re-reads the in-memory view from the store.
-    fn commit_or_reload(&mut self, batch: StoreBatch) -> Result<(), StoreTreeError<S>> {
-        self.generation += 1;
-        if let Err(error) = self.store.commit(batch) {
-            self.reload()?;
-            return Err(SledTreeError::Store(error));
+    /// The store, unless a failed commit left its state indeterminate.
+    fn live(&self) -> Result<&S, StoreTreeError<S>> {
+        if self.indeterminate {
+            return Err(SledTreeError::Indeterminate);
         }
-        Ok(())
+        Ok(&self.store)
+    }
+
+    /// Commits `batch` with the commit counter bumped. A failed commit leaves the in-memory view
+    /// as it was before the call. The counter then tells what the store holds: the old count
+    /// means nothing landed and the tree goes on; anything else (sled applied the batch but its
+    /// flush failed, so it may or may not be durable; or the store cannot be read) leaves the
+    /// tree refusing the store until it is reopened.
+    fn commit_or_reload(&mut self, mut batch: StoreBatch) -> Result<(), StoreTreeError<S>> {
+        self.live()?;
+        self.generation += 1;
+        let count = self.commits.wrapping_add(1);
+        batch.insert(COMMITS_KEY, count.to_be_bytes().to_vec());
+        let Err(error) = self.store.commit(batch) else {
+            self.commits = count;
+            return Ok(());
+        };
+        let landed = match self.store.get(COMMITS_KEY) {
+            Ok(None) => self.commits != 0,
+            Ok(Some(bytes)) => {
+                decode_u64::<S::Error>(COMMITS_KEY, &bytes).ok() != Some(self.commits)
+            }
+            Err(_) => true,
+        };
+        self.indeterminate = landed;
+        Err(SledTreeError::Store(error))
     }
 
     /// Undo records stored and their total key + value bytes: what the retained checkpoints
@@ -465,7 +499,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     /// The store's error.
     pub fn history_size(&self) -> Result<(usize, usize), StoreTreeError<S>> {
         let (mut records, mut bytes) = (0, 0);
-        self.store
+        self.live()?
             .scan_prefix(&[UNDO_PREFIX], &mut |key, value| {
                 records += 1;
                 bytes += key.len() + value.len();
@@ -478,7 +512,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     fn undo_node(&self, id: u64, addr: NodeAddr) -> Result<Option<Digest<H>>, StoreTreeError<S>> {
         let (chunk, slot) = ChunkAddr::of(addr);
         let key = undo_key(id, &chunk_key(chunk));
-        let Some(bytes) = self.store.get(&key).map_err(SledTreeError::Store)? else {
+        let Some(bytes) = self.live()?.get(&key).map_err(SledTreeError::Store)? else {
             return Ok(None);
         };
         match decode_undo(&bytes) {
@@ -496,7 +530,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     /// # Errors
     /// The store's flush error.
     pub fn flush(&self) -> Result<(), StoreTreeError<S>> {
-        self.store.flush().map_err(SledTreeError::Store)
+        self.live()?.flush().map_err(SledTreeError::Store)
     }
 
     /// Flushes; the tree stays usable (dropping it also flushes, best-effort).
@@ -534,7 +568,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     /// Store errors and [`SledTreeError::Corrupted`].
     pub fn verify_integrity(&self) -> Result<Vec<IntegrityIssue<Digest<H>>>, StoreTreeError<S>> {
         let mut raw: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        self.store
+        self.live()?
             .scan_prefix(&[NODE_PREFIX], &mut |key, value| {
                 raw.push((key.to_vec(), value.to_vec()))
             })
@@ -699,7 +733,7 @@ impl<H: DigestCodec, S: NodeStore> MerkleTree for SledMerkleTree<H, S> {
     fn empty_leaves_indices(&self) -> Result<Vec<u64>, Self::Error> {
         let mut indices = Vec::new();
         let mut bad_key = None;
-        self.store
+        self.live()?
             .scan_prefix(
                 &[DELETED_PREFIX],
                 &mut |key, _| match parse_deleted_key(key) {
@@ -872,12 +906,12 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             for key in keys {
                 let record = undo_key(latest.id, &key);
                 if self
-                    .store
+                    .live()?
                     .get(&record)
                     .map_err(SledTreeError::Store)?
                     .is_none()
                 {
-                    let old = self.store.get(&key).map_err(SledTreeError::Store)?;
+                    let old = self.live()?.get(&key).map_err(SledTreeError::Store)?;
                     store_batch.insert(&record, encode_undo(old.as_deref()));
                 }
             }
@@ -1008,7 +1042,7 @@ impl<H: DigestCodec, S: NodeStore> History for SledMerkleTree<H, S> {
         let mut bad_key = None;
         // Oldest frame first: the first record of a key is its value at checkpoint `id`.
         for frame in &self.checkpoints.as_slice()[pos..] {
-            self.store
+            self.live()?
                 .scan_prefix(&undo_prefix(frame.id), &mut |key, value| {
                     match (parse_undo_key(key), decode_undo(value)) {
                         (Some((_, original)), Some(old)) => {

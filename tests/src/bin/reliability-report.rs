@@ -1,0 +1,141 @@
+//! Sums the records of the reliability suites into the one line `.ci/run` prints last, and
+//! fails when a suite is missing or counted a failure.
+//!
+//! `cargo run -p integration-tests --bin reliability-report [DIR]` (default: the records of the
+//! last `cargo test --workspace`).
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use integration_tests::report;
+
+#[derive(Default)]
+struct Suite {
+    numbers: BTreeMap<String, u64>,
+    notes: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let dir = std::env::args_os()
+        .nth(1)
+        .map_or_else(report::dir, Into::into);
+    let mut suites: BTreeMap<String, Suite> = BTreeMap::new();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            eprintln!("reliability-report: cannot read {}: {e}", dir.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some((suite, _)) = name.strip_suffix(".txt").and_then(|n| n.split_once('.')) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let suite = suites.entry(suite.to_owned()).or_default();
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once(' ') else {
+                continue;
+            };
+            match value.parse::<u64>() {
+                Ok(n) => *suite.numbers.entry(key.to_owned()).or_default() += n,
+                Err(_) => suite.notes.push(value.to_owned()),
+            }
+        }
+    }
+
+    let mut failed = Vec::new();
+    let mut parts = Vec::new();
+    // (suite, label, format, the counters that must be zero, the counters that must be > 0)
+    let layout: [(&str, &str, &[&str], &[&str], &[&str]); 7] = [
+        (
+            "model",
+            "model",
+            &["cases", "ops"],
+            &["mismatches"],
+            &["cases"],
+        ),
+        (
+            "kill9",
+            "kill -9",
+            &["trials"],
+            &["torn", "lost"],
+            &["trials"],
+        ),
+        (
+            "power_loss",
+            "power-loss",
+            &["cases"],
+            &["violations"],
+            &["cases"],
+        ),
+        (
+            "failpoints",
+            "failpoints",
+            &["schedules", "fired"],
+            &["panics", "violations"],
+            &["fired"],
+        ),
+        (
+            "fuzz",
+            "fuzz",
+            &["targets", "execs"],
+            &["crashes"],
+            &["execs"],
+        ),
+        ("bad_input", "bad input", &[], &[], &["total"]),
+        ("env", "env", &["checks"], &[], &["checks"]),
+    ];
+    for (key, label, shown, zero, positive) in layout {
+        let Some(suite) = suites.get(key) else {
+            parts.push(format!("{label}: missing"));
+            failed.push(format!("{key}: no record"));
+            continue;
+        };
+        let n = |k: &str| suite.numbers.get(k).copied().unwrap_or(0);
+        let mut text = match key {
+            "model" => format!("{} cases/{} ops", n("cases"), n("ops")),
+            "bad_input" => format!("{}/{}", n("passed"), n("total")),
+            _ => shown
+                .iter()
+                .map(|k| format!("{} {k}", n(k)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        for k in zero {
+            text.push_str(&format!(", {} {k}", n(k)));
+            if n(k) != 0 {
+                failed.push(format!("{key}: {} {k}", n(k)));
+            }
+        }
+        for k in positive {
+            if n(k) == 0 {
+                failed.push(format!("{key}: no {k}: it proved nothing"));
+            }
+        }
+        if key == "bad_input" && n("passed") != n("total") {
+            failed.push(format!(
+                "bad input: {} of {} failed",
+                n("total") - n("passed"),
+                n("total")
+            ));
+        }
+        if key == "env" {
+            text.push_str(&format!(" ({} skipped)", n("skipped")));
+        }
+        if !suite.notes.is_empty() {
+            text.push_str(&format!(" [{}]", suite.notes.join("; ")));
+        }
+        parts.push(format!("{label}: {text}"));
+    }
+    println!("{}", parts.join(" | "));
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("reliability-report: {}", failed.join("; "));
+        ExitCode::FAILURE
+    }
+}
