@@ -3,7 +3,7 @@
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use tree_core::testing::MixHasher;
-use tree_core::{History, HistoryConfig, MerkleTree, MerkleTreeExt, UpdateBatch};
+use tree_core::{History, HistoryConfig, UpdateBatch};
 
 /// Retention small enough that checkpoints prune during a run.
 pub const HISTORY: HistoryConfig = HistoryConfig {

@@ -12,6 +12,14 @@ pub enum TreeError {
         /// The largest depth this tree supports.
         max: u8,
     },
+    /// Proof bytes or parts that do not describe a proof (see [`MerkleProof::from_bytes`]).
+    ///
+    /// [`MerkleProof::from_bytes`]: crate::MerkleProof::from_bytes
+    #[error("malformed proof: {reason}")]
+    MalformedProof {
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// A leaf index at or past capacity.
     #[error("leaf {index} out of bounds (capacity {capacity})")]
     IndexOutOfBounds {

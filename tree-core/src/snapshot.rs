@@ -227,7 +227,8 @@ impl<H: DigestCodec> Snapshot<H> {
     }
 
     /// Reads and checks a snapshot for hasher `H`: layout, version, hasher, canonical digests
-    /// and checksum (nothing about any tree yet).
+    /// and checksum (nothing about any tree yet). The snapshot must be the whole stream: bytes
+    /// after the checksum are refused.
     ///
     /// # Errors
     /// Every [`SnapshotError`] but `Tree`, `NotEmpty`, `DepthMismatch` and the root checks.
@@ -299,6 +300,17 @@ impl<H: DigestCodec> Snapshot<H> {
         })?;
         if found != want {
             return Err(SnapshotError::Checksum);
+        }
+        // A snapshot is the whole stream: bytes after the checksum are not covered by it, so a
+        // file carrying them is refused rather than half-trusted.
+        let mut extra = [0u8; 1];
+        loop {
+            match r.inner.read(&mut extra) {
+                Ok(0) => break,
+                Ok(_) => return Err(SnapshotError::Malformed("bytes after the checksum")),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(SnapshotError::Io(e)),
+            }
         }
         let empty = H::empty_leaf();
         let leaf = |i: u64| usize::try_from(i).ok().and_then(|i| leaves.get(i));

@@ -55,6 +55,12 @@ pub enum SledTreeError<S: std::error::Error + 'static = sled::Error> {
     /// state is durable).
     #[error("a failed commit left the store indeterminate: reopen the tree")]
     Indeterminate,
+    /// The directory holds files but no database: nothing was written to it.
+    #[error("{path:?} is a non-empty directory that holds no database; refusing to write there")]
+    ForeignDirectory {
+        /// The directory.
+        path: PathBuf,
+    },
     /// Another handle (this process or another) holds the database.
     #[error("database at {path:?} is locked by another handle")]
     Locked {

@@ -177,6 +177,32 @@ pub struct SledStore {
 /// Name of Canopy's lock file inside the database directory.
 pub const LOCK_FILE: &str = "canopy.lock";
 
+/// Files sled 0.34 keeps in its directory; a non-empty directory without any of them (and
+/// without our lock file) holds something else and must not be written to.
+const DATABASE_FILES: &[&str] = &["conf", "db", "blobs", "snap", LOCK_FILE];
+
+/// True when `path` is a directory with entries, none of which is a database file.
+fn is_foreign_directory(path: &std::path::Path) -> std::io::Result<bool> {
+    let entries = match std::fs::read_dir(path) {
+        Ok(entries) => entries,
+        // Missing: it will be created. Not a directory: create_dir_all reports it.
+        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+            return Ok(false)
+        }
+        Err(e) => return Err(e),
+    };
+    let mut any = false;
+    for entry in entries {
+        let name = entry?.file_name();
+        let name = name.to_string_lossy();
+        if DATABASE_FILES.iter().any(|f| name == *f || name.starts_with("snap.")) {
+            return Ok(false);
+        }
+        any = true;
+    }
+    Ok(any)
+}
+
 impl SledStore {
     /// Opens (or creates) the database described by `config`.
     ///
@@ -202,6 +228,9 @@ impl SledStore {
                 path: path.clone(),
                 source,
             };
+            if is_foreign_directory(path).map_err(io)? {
+                return Err(SledTreeError::ForeignDirectory { path: path.clone() });
+            }
             std::fs::create_dir_all(path).map_err(io)?;
             let file = File::options()
                 .create(true)

@@ -2,7 +2,7 @@
 
 use hasher::{Digest, DigestCodec};
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use tree_core::history::{value_at, CheckpointList, Checkpoints};
 use tree_core::rehash::{apply_writes, hash_level, NodeLevels};
 use tree_core::{
@@ -597,19 +597,31 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
                 .get(&chunk)
                 .map_or_else(|| self.empty.at(addr.level), |values| values[slot])
         };
-        let mut parents: Vec<(NodeAddr, Digest<H>)> = Vec::new();
-        let mut children: Vec<Digest<H>> = Vec::new();
+        // Every stored parent, and the parent of every stored non-empty node, whether or not
+        // that parent is stored: an absent parent above non-empty children (a dropped chunk, a
+        // changed depth) is as wrong as a stored one with a bad value.
+        let mut check: FxHashSet<NodeAddr> = FxHashSet::default();
         for (chunk, values) in &chunks {
             for (slot, &stored) in values.iter().enumerate() {
                 let addr = chunk.node(slot);
-                let Some((left, right)) = addr.children() else {
+                if self.depth.check_addr(addr).is_err() {
                     continue;
-                };
-                if self.depth.check_addr(addr).is_ok() {
-                    parents.push((addr, stored));
-                    children.push(node(left));
-                    children.push(node(right));
                 }
+                if addr.children().is_some() {
+                    check.insert(addr);
+                }
+                if addr.level < self.depth.get() && stored != self.empty.at(addr.level) {
+                    check.insert(addr.parent());
+                }
+            }
+        }
+        let mut parents: Vec<(NodeAddr, Digest<H>)> = Vec::with_capacity(check.len());
+        let mut children: Vec<Digest<H>> = Vec::with_capacity(2 * check.len());
+        for addr in check {
+            if let Some((left, right)) = addr.children() {
+                parents.push((addr, node(addr)));
+                children.push(node(left));
+                children.push(node(right));
             }
         }
         let mut computed = vec![Digest::<H>::default(); parents.len()];
