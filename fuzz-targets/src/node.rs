@@ -29,7 +29,12 @@ const HEADER_KEYS: &[&[u8]] = &[
 /// Digest decoding accepts exactly what encoding produces.
 fn check_codec<H: DigestCodec>(bytes: &[u8]) {
     if let Ok(digest) = H::decode(bytes) {
-        assert_eq!(H::encode_to_vec(&digest), bytes, "{}: non-canonical bytes accepted", H::ID);
+        assert_eq!(
+            H::encode_to_vec(&digest),
+            bytes,
+            "{}: non-canonical bytes accepted",
+            H::ID
+        );
     }
 }
 
@@ -96,15 +101,20 @@ fn read_everything(store: &MemStore) {
     let Ok(depth) = Depth::new(depth) else {
         return;
     };
-    let Ok(mut tree) =
-        SledMerkleTree::<MixHasher, _>::open_store(store.clone(), depth, RehashConfig::default(), 2)
-    else {
+    let Ok(mut tree) = SledMerkleTree::<MixHasher, _>::open_store(
+        store.clone(),
+        depth,
+        RehashConfig::default(),
+        2,
+    ) else {
         return;
     };
     let root = tree.root();
     let _ = tree.metadata();
     let _ = tree.empty_leaves_indices();
-    let consistent = tree.verify_integrity().is_ok_and(|issues| issues.is_empty());
+    let consistent = tree
+        .verify_integrity()
+        .is_ok_and(|issues| issues.is_empty());
     let limit = tree.next_index().min(32) + 1;
     for index in 0..limit {
         let (leaf, proof) = (tree.get(index), tree.proof(index));

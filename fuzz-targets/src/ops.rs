@@ -52,7 +52,8 @@ fn op(u: &mut Unstructured<'_>, capacity: u64) -> Result<HistoryOp<u64>> {
 /// Depth, retention and up to 40 steps from the input.
 fn decode(data: &[u8]) -> Result<(Depth, HistoryConfig, Vec<HistoryOp<u64>>)> {
     let mut u = Unstructured::new(data);
-    let depth = Depth::new(u.int_in_range(1..=6u8)?).map_err(|_| arbitrary::Error::IncorrectFormat)?;
+    let depth =
+        Depth::new(u.int_in_range(1..=6u8)?).map_err(|_| arbitrary::Error::IncorrectFormat)?;
     let config = HistoryConfig {
         max_checkpoints: u.int_in_range(0..=5)?,
         root_window: u.int_in_range(1..=4)?,

@@ -15,12 +15,13 @@ use tree_core::{Depth, MerkleProof, MerkleTree, MerkleTreeExt, OptimalMerkleTree
 pub fn run(data: &[u8]) {
     merkle::<MixHasher>(data);
     merkle::<PoseidonHasher>(data);
-    match proof_from_bytes(data) {
-        Ok(proof) => {
-            assert_eq!(data.len(), PROOF_LEN, "an RLN proof of the wrong length was accepted");
-            let _ = proof_to_bytes(&proof);
-        }
-        Err(_) => {}
+    if let Ok(proof) = proof_from_bytes(data) {
+        assert_eq!(
+            data.len(),
+            PROOF_LEN,
+            "an RLN proof of the wrong length was accepted"
+        );
+        let _ = proof_to_bytes(&proof);
     }
     let mut u = Unstructured::new(data);
     let siblings: Vec<u64> = Vec::arbitrary(&mut u).unwrap_or_default();
@@ -47,8 +48,13 @@ fn merkle<H: hasher::DigestCodec>(data: &[u8]) {
         let leaf = H::empty_leaf();
         let root = proof.compute_root(&leaf);
         assert!(proof.verify(&root, &leaf));
-        let rebuilt = MerkleProof::<H>::from_path(proof.path_elements().to_vec(), &proof.path_index());
-        assert_eq!(rebuilt.ok().as_ref(), Some(&proof), "path bits do not rebuild the proof");
+        let rebuilt =
+            MerkleProof::<H>::from_path(proof.path_elements().to_vec(), &proof.path_index());
+        assert_eq!(
+            rebuilt.ok().as_ref(),
+            Some(&proof),
+            "path bits do not rebuild the proof"
+        );
     }
 }
 

@@ -33,7 +33,10 @@ pub fn run(input: &[u8]) {
     };
     let mut bytes = Vec::new();
     if again.write_to(&mut bytes).is_ok() {
-        assert_eq!(bytes, data, "an imported snapshot does not export to the same bytes");
+        assert_eq!(
+            bytes, data,
+            "an imported snapshot does not export to the same bytes"
+        );
     }
 }
 

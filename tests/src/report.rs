@@ -100,3 +100,14 @@ impl Drop for CaseGuard {
         );
     }
 }
+
+/// Counts one case of the model test it is written in (`model` suite), with a counter per call
+/// site: `let _case = tally!("name", ops.len());` as a proptest body's first line.
+#[macro_export]
+macro_rules! tally {
+    ($name:expr, $ops:expr) => {{
+        static TALLY: $crate::report::Tally =
+            $crate::report::Tally::new(concat!(module_path!(), "::", $name));
+        TALLY.case($ops)
+    }};
+}

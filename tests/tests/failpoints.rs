@@ -15,7 +15,7 @@ use integration_tests::report;
 use integration_tests::steps::{history_step, observe, Observed, HISTORY};
 use rand::{rngs::StdRng, seq::SliceRandom, Rng, SeedableRng};
 use tree_core::testing::MixHasher;
-use tree_core::{Depth, History, MerkleTree, OptimalMerkleTree};
+use tree_core::{Depth, History, OptimalMerkleTree};
 use tree_sled::{Durability, SledConfig, SledMerkleTree};
 
 /// Every failure point sled 0.34.7 defines.

@@ -54,7 +54,10 @@ fn every_fuzz_target_survives_a_bounded_stable_run() {
         &[("targets", targets), ("execs", total), ("crashes", crashes)],
         &[],
     );
-    assert_eq!(crashes, 0, "fuzz targets crashed; inputs saved next to the report");
+    assert_eq!(
+        crashes, 0,
+        "fuzz targets crashed; inputs saved next to the report"
+    );
 }
 
 /// The cargo-fuzz workspace drives exactly the targets the stable loop runs.

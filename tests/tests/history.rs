@@ -30,6 +30,7 @@ macro_rules! history_suite {
                     (depth, ops) in (1u8..=5)
                         .prop_flat_map(|d| (Just(d), arb_history_ops(d, 50, mix_leaf))),
                 ) {
+                    let _case = integration_tests::tally!("matches_model_with_full_copies", ops.len());
                     let rehash = RehashConfig::with_min_parallel_nodes(
                         if parallel { 1 } else { usize::MAX },
                     );

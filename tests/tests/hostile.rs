@@ -34,14 +34,16 @@ fn done(name: &'static str, skipped: Option<&'static str>) {
         .iter()
         .filter_map(|(n, why)| why.map(|w| format!("{n}: {w}")))
         .collect();
-    let ran = results
+    let tmpfs = results
         .iter()
-        .filter(|(_, why)| why.is_none())
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join(", ");
+        .any(|(n, why)| *n == "full disk (tmpfs)" && why.is_none());
+    let full_disk = if tmpfs {
+        "full disk: tmpfs and out-of-space store"
+    } else {
+        "full disk: out-of-space store only"
+    };
     let skipped_text = skipped_names.join("; ");
-    let mut notes = vec![("ran", ran.as_str())];
+    let mut notes = vec![("full_disk", full_disk)];
     if !skipped_text.is_empty() {
         notes.push(("skipped_what", skipped_text.as_str()));
     }
@@ -329,7 +331,10 @@ fn read_only_directory_is_a_typed_error_and_untouched() {
     let (dir, mounted) = if is_root() {
         // Root ignores permission bits: only a read-only mount is read-only.
         if !mount_tmpfs(holder.path(), "16m") {
-            done("read-only directory", Some("root without mount: permissions do not bind root"));
+            done(
+                "read-only directory",
+                Some("root without mount: permissions do not bind root"),
+            );
             return;
         }
         (holder.path().join("db"), true)

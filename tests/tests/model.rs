@@ -24,6 +24,7 @@ macro_rules! tree_suite {
                     parallel in any::<bool>(),
                     (depth, ops) in (1u8..=6).prop_flat_map(|d| (Just(d), arb_ops(d, 40, mix_leaf))),
                 ) {
+                    let _case = integration_tests::tally!("mix_hasher_matches_reference", ops.len());
                     let make = $make;
                     check_ops(make(Depth::new(depth).unwrap(), config(parallel)), &ops, |t| t);
                 }
@@ -46,6 +47,7 @@ mod poseidon_trees {
         #![proptest_config(ProptestConfig::with_cases(cases(12)))]
         #[test]
         fn optimal(parallel in any::<bool>(), ops in arb_ops(4, 16, fr_leaf)) {
+            let _case = integration_tests::tally!("optimal", ops.len());
             let tree = OptimalMerkleTree::<PoseidonHasher>::with_config(Depth::new(4).unwrap(), config(parallel));
             let tree = check_ops(tree, &ops, |t| t);
             prop_assert_eq!(tree.depth().get(), 4);
@@ -53,6 +55,7 @@ mod poseidon_trees {
 
         #[test]
         fn full(parallel in any::<bool>(), ops in arb_ops(4, 16, fr_leaf)) {
+            let _case = integration_tests::tally!("full", ops.len());
             let tree = FullMerkleTree::<PoseidonHasher>::with_config(Depth::new(4).unwrap(), config(parallel)).unwrap();
             check_ops(tree, &ops, |t| t);
         }
@@ -102,6 +105,7 @@ mod fast_poseidon {
         /// the roots of trees hashed with light-poseidon, after every operation.
         #[test]
         fn same_roots_as_light_poseidon(ops in arb_ops(5, 20, fr_leaf)) {
+            let _case = integration_tests::tally!("same_roots_as_light_poseidon", ops.len());
             let depth = Depth::new(5).unwrap();
             let mut light = OptimalMerkleTree::<LightPoseidonHasher>::new(depth);
             let mut fast = FullMerkleTree::<PoseidonHasher>::new(depth).unwrap();

@@ -36,6 +36,7 @@ proptest! {
         parallel in any::<bool>(),
         (depth, ops) in (1u8..=6).prop_flat_map(|d| (Just(d), arb_ops(d, 40, mix_leaf))),
     ) {
+        let _case = integration_tests::tally!("mem_store_tree_matches_reference", ops.len());
         let tree = mem_tree::<MixHasher>(MemStore::new(), Depth::new(depth).unwrap(), parallel);
         let tree = check_ops(tree, &ops, restart_mem);
         prop_assert!(tree.verify_integrity().unwrap().is_empty());
@@ -47,6 +48,7 @@ proptest! {
 
     #[test]
     fn poseidon_mem_store_tree_matches_reference(ops in arb_ops(4, 16, fr_leaf)) {
+        let _case = integration_tests::tally!("poseidon_mem_store_tree_matches_reference", ops.len());
         let tree = mem_tree::<PoseidonHasher>(MemStore::new(), Depth::new(4).unwrap(), true);
         check_ops(tree, &ops, restart_mem);
     }
@@ -56,6 +58,7 @@ proptest! {
     fn sled_store_tree_matches_reference(
         (depth, ops) in (1u8..=5).prop_flat_map(|d| (Just(d), arb_ops(d, 24, mix_leaf))),
     ) {
+        let _case = integration_tests::tally!("sled_store_tree_matches_reference", ops.len());
         let dir = tempfile::tempdir().unwrap();
         let config = SledConfig::new(dir.path());
         let depth = Depth::new(depth).unwrap();
@@ -84,6 +87,7 @@ proptest! {
         fail_at in 1usize..30,
         lands in any::<bool>(),
     ) {
+        let _case = integration_tests::tally!("failed_commit_leaves_state_before_the_batch", ops.len());
         let depth = Depth::new(5).unwrap();
         let store = FaultyStore { inner: MemStore::new(), commits: Arc::new(AtomicUsize::new(0)), fail_at, lands };
         let mut tree = SledMerkleTree::<MixHasher, _>::open_store(store.clone(), depth, RehashConfig::default(), 2).unwrap();

@@ -31,6 +31,7 @@ proptest! {
         parallel in any::<bool>(),
         (depth, ops) in (1u8..=5).prop_flat_map(|d| (Just(d), arb_history_ops(d, 50, mix_leaf))),
     ) {
+        let _case = integration_tests::tally!("mem_store_history_matches_model_across_restarts", ops.len());
         let depth = Depth::new(depth).unwrap();
         let tree = open_mem(MemStore::new(), depth, parallel);
         let tree = check_history_ops(tree, config, &ops, |tree| {
@@ -50,6 +51,7 @@ proptest! {
         config in history_config(),
         (depth, ops) in (1u8..=4).prop_flat_map(|d| (Just(d), arb_history_ops(d, 24, mix_leaf))),
     ) {
+        let _case = integration_tests::tally!("sled_history_matches_model_across_restarts", ops.len());
         let dir = tempfile::tempdir().unwrap();
         let sled = SledConfig::new(dir.path());
         let depth = Depth::new(depth).unwrap();

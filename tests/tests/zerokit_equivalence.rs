@@ -141,6 +141,7 @@ proptest! {
 
     #[test]
     fn full_tree_equals_zerokit_full(ops in arb_zk_ops(4), parallel in any::<bool>()) {
+        let _case = integration_tests::tally!("full_tree_equals_zerokit_full", ops.len());
         let cfg = RehashConfig::with_min_parallel_nodes(if parallel { 1 } else { usize::MAX });
         let mut ours = FullMerkleTree::<PoseidonHasher>::with_config(Depth::new(4).unwrap(), cfg).unwrap();
         let mut theirs = ZkFull::<ZkPoseidon>::default(4).unwrap();
@@ -149,6 +150,7 @@ proptest! {
 
     #[test]
     fn optimal_tree_equals_zerokit_optimal(ops in arb_zk_ops(4), parallel in any::<bool>()) {
+        let _case = integration_tests::tally!("optimal_tree_equals_zerokit_optimal", ops.len());
         let cfg = RehashConfig::with_min_parallel_nodes(if parallel { 1 } else { usize::MAX });
         let mut ours = OptimalMerkleTree::<PoseidonHasher>::with_config(Depth::new(4).unwrap(), cfg);
         let mut theirs = ZkOptimal::<ZkPoseidon>::default(4).unwrap();

@@ -152,7 +152,9 @@ impl<H: DigestCodec> MerkleProof<H> {
         }
         let siblings = siblings
             .chunks_exact(H::LEN)
-            .map(|chunk| H::decode(chunk).map_err(|_| malformed("sibling is not a canonical digest")))
+            .map(|chunk| {
+                H::decode(chunk).map_err(|_| malformed("sibling is not a canonical digest"))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self::new(index, siblings))
     }

@@ -186,7 +186,12 @@ fn is_foreign_directory(path: &std::path::Path) -> std::io::Result<bool> {
     let entries = match std::fs::read_dir(path) {
         Ok(entries) => entries,
         // Missing: it will be created. Not a directory: create_dir_all reports it.
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
             return Ok(false)
         }
         Err(e) => return Err(e),
@@ -195,7 +200,10 @@ fn is_foreign_directory(path: &std::path::Path) -> std::io::Result<bool> {
     for entry in entries {
         let name = entry?.file_name();
         let name = name.to_string_lossy();
-        if DATABASE_FILES.iter().any(|f| name == *f || name.starts_with("snap.")) {
+        if DATABASE_FILES
+            .iter()
+            .any(|f| name == *f || name.starts_with("snap."))
+        {
             return Ok(false);
         }
         any = true;

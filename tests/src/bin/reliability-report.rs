@@ -15,6 +15,34 @@ struct Suite {
     notes: Vec<String>,
 }
 
+/// One part of the line: the suite's record key, its label, the counters shown, the counters
+/// that must be zero and those that must be positive (a suite that did nothing proved nothing).
+struct Line {
+    key: &'static str,
+    label: &'static str,
+    shown: &'static [&'static str],
+    zero: &'static [&'static str],
+    positive: &'static [&'static str],
+}
+
+impl Line {
+    const fn new(
+        key: &'static str,
+        label: &'static str,
+        shown: &'static [&'static str],
+        zero: &'static [&'static str],
+        positive: &'static [&'static str],
+    ) -> Self {
+        Self {
+            key,
+            label,
+            shown,
+            zero,
+            positive,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let dir = std::env::args_os()
         .nth(1)
@@ -49,47 +77,53 @@ fn main() -> ExitCode {
 
     let mut failed = Vec::new();
     let mut parts = Vec::new();
-    // (suite, label, format, the counters that must be zero, the counters that must be > 0)
-    let layout: [(&str, &str, &[&str], &[&str], &[&str]); 7] = [
-        (
+    let layout = [
+        Line::new(
             "model",
             "model",
             &["cases", "ops"],
             &["mismatches"],
             &["cases"],
         ),
-        (
+        Line::new(
             "kill9",
             "kill -9",
             &["trials"],
             &["torn", "lost"],
             &["trials"],
         ),
-        (
+        Line::new(
             "power_loss",
             "power-loss",
             &["cases"],
             &["violations"],
             &["cases"],
         ),
-        (
+        Line::new(
             "failpoints",
             "failpoints",
             &["schedules", "fired"],
             &["panics", "violations"],
             &["fired"],
         ),
-        (
+        Line::new(
             "fuzz",
             "fuzz",
             &["targets", "execs"],
             &["crashes"],
             &["execs"],
         ),
-        ("bad_input", "bad input", &[], &[], &["total"]),
-        ("env", "env", &["checks"], &[], &["checks"]),
+        Line::new("bad_input", "bad input", &[], &[], &["total"]),
+        Line::new("env", "env", &["checks"], &[], &["checks"]),
     ];
-    for (key, label, shown, zero, positive) in layout {
+    for Line {
+        key,
+        label,
+        shown,
+        zero,
+        positive,
+    } in layout
+    {
         let Some(suite) = suites.get(key) else {
             parts.push(format!("{label}: missing"));
             failed.push(format!("{key}: no record"));
