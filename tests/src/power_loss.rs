@@ -17,7 +17,7 @@ struct Images {
     /// Committed since the last flush, oldest first.
     pending: Vec<StoreBatch>,
     /// What readers see: `durable` plus every pending batch.
-    current: BTreeMap<Vec<u8>, Vec<u8>>,
+    current: MemStore,
     flushes: u64,
 }
 
@@ -84,12 +84,12 @@ impl NodeStore for PowerLossStore {
     type Error = Infallible;
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Infallible> {
-        Ok(self.images.lock().current.get(key).cloned())
+        self.images.lock().current.get(key)
     }
 
     fn commit(&self, batch: StoreBatch) -> Result<(), Infallible> {
         let mut images = self.images.lock();
-        apply(&mut images.current, &batch);
+        let Ok(()) = images.current.commit(batch.clone());
         images.pending.push(batch);
         drop(images);
         if self.flush_on_commit {
@@ -113,17 +113,10 @@ impl NodeStore for PowerLossStore {
         prefix: &[u8],
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<(), Infallible> {
-        let images = self.images.lock();
-        for (key, value) in images.current.range(prefix.to_vec()..) {
-            if !key.starts_with(prefix) {
-                break;
-            }
-            visit(key, value);
-        }
-        Ok(())
+        self.images.lock().current.scan_prefix(prefix, visit)
     }
 
     fn is_empty(&self) -> Result<bool, Infallible> {
-        Ok(self.images.lock().current.is_empty())
+        self.images.lock().current.is_empty()
     }
 }

@@ -128,17 +128,35 @@ fn damaged(
 ) -> Result<(), String> {
     let store = store_with_tree(4);
     put(&store, key, value);
-    let got = SledMerkleTree::<PoseidonHasher, _>::open_store(
-        store,
-        Depth::new(4).map_err(|e| e.to_string())?,
-        RehashConfig::default(),
-        2,
-    );
+    let got = reopen(store, 4);
     match got {
         Err(e) if want(&e) => Ok(()),
         Err(e) => Err(format!("wrong error: {e:?}")),
         Ok(_) => Err("opened".into()),
     }
+}
+
+/// The bytes of a depth-4 Poseidon proof for leaf 3, changed by `edit`, are refused at `depth`.
+fn proof_bytes_refused(edit: fn(&mut Vec<u8>), depth: u8) -> Result<(), String> {
+    let mut bytes = MerkleProof::<PoseidonHasher>::new(3, vec![Fr::from(1u64); 4]).to_bytes();
+    edit(&mut bytes); // index at 1..9 (big-endian, low byte 8), siblings from 9
+    let depth = Depth::new(depth).map_err(|e| e.to_string())?;
+    let got = MerkleProof::<PoseidonHasher>::from_bytes(&bytes, depth);
+    ensure(matches!(got, Err(TreeError::MalformedProof { .. })), got)
+}
+
+/// Opens the Poseidon tree of depth `depth` in `store`.
+fn reopen(
+    store: MemStore,
+    depth: u8,
+) -> Result<SledMerkleTree<PoseidonHasher, MemStore>, SledTreeError<std::convert::Infallible>> {
+    SledMerkleTree::open_store(store, Depth::new(depth)?, RehashConfig::default(), 2)
+}
+
+/// The value stored at `key`.
+fn stored(store: &MemStore, key: &[u8]) -> Result<Vec<u8>, String> {
+    let Ok(value) = store.get(key);
+    value.ok_or_else(|| format!("nothing stored at {key:?}"))
 }
 
 fn corrupted(e: &SledTreeError<std::convert::Infallible>) -> bool {
@@ -449,18 +467,10 @@ fn rows() -> Vec<Row> {
             Box::new(|| {
                 let key = node_key(tree_core::NodeAddr { level: 4, index: 0 });
                 let store = store_with_tree(4);
-                let mut chunk = store
-                    .get(&key)
-                    .map_err(|e| e.to_string())?
-                    .ok_or("no root chunk")?;
+                let mut chunk = stored(&store, &key)?;
                 chunk.push(0);
                 put(&store, &key, chunk);
-                let got = SledMerkleTree::<PoseidonHasher, _>::open_store(
-                    store,
-                    Depth::new(4).map_err(|e| e.to_string())?,
-                    RehashConfig::default(),
-                    2,
-                );
+                let got = reopen(store, 4);
                 ensure(
                     matches!(got, Err(SledTreeError::Corrupted { .. })),
                     got.err(),
@@ -473,13 +483,7 @@ fn rows() -> Vec<Row> {
                 let key = node_key(tree_core::NodeAddr { level: 0, index: 0 });
                 let store = store_with_tree(4);
                 put(&store, &key, vec![0xff; 16 * 32]);
-                let tree = SledMerkleTree::<PoseidonHasher, _>::open_store(
-                    store,
-                    Depth::new(4).map_err(|e| e.to_string())?,
-                    RehashConfig::default(),
-                    2,
-                )
-                .map_err(|e| e.to_string())?;
+                let tree = reopen(store, 4).map_err(|e| e.to_string())?;
                 ensure(
                     matches!(tree.proof(1), Err(SledTreeError::Corrupted { .. })),
                     "proof",
@@ -502,19 +506,10 @@ fn rows() -> Vec<Row> {
             Box::new(|| {
                 let key = node_key(tree_core::NodeAddr { level: 4, index: 0 });
                 let store = store_with_tree(4);
-                let mut chunk = store
-                    .get(&key)
-                    .map_err(|e| e.to_string())?
-                    .ok_or("no root chunk")?;
+                let mut chunk = stored(&store, &key)?;
                 chunk[..32].copy_from_slice(&PoseidonHasher::encode_to_vec(&Fr::from(42u64)));
                 put(&store, &key, chunk);
-                let tree = SledMerkleTree::<PoseidonHasher, _>::open_store(
-                    store,
-                    Depth::new(4).map_err(|e| e.to_string())?,
-                    RehashConfig::default(),
-                    2,
-                )
-                .map_err(|e| e.to_string())?;
+                let tree = reopen(store, 4).map_err(|e| e.to_string())?;
                 let issues = tree.verify_integrity().map_err(|e| e.to_string())?;
                 ensure(issues.iter().any(|i| i.addr.level == 4), issues)
             }),
@@ -524,13 +519,7 @@ fn rows() -> Vec<Row> {
             Box::new(|| {
                 let store = store_with_tree(4);
                 put(&store, DEPTH_KEY, vec![5]);
-                let tree = SledMerkleTree::<PoseidonHasher, _>::open_store(
-                    store,
-                    Depth::new(5).map_err(|e| e.to_string())?,
-                    RehashConfig::default(),
-                    2,
-                )
-                .map_err(|e| e.to_string())?;
+                let tree = reopen(store, 5).map_err(|e| e.to_string())?;
                 let issues = tree.verify_integrity().map_err(|e| e.to_string())?;
                 ensure(
                     !issues.is_empty(),
@@ -567,41 +556,15 @@ fn rows() -> Vec<Row> {
         ),
         (
             "merkle proof bytes: made for another depth",
-            Box::new(|| {
-                let proof =
-                    MerkleProof::<PoseidonHasher>::new(3, vec![Fr::from(1u64); 4]).to_bytes();
-                let got = MerkleProof::<PoseidonHasher>::from_bytes(
-                    &proof,
-                    Depth::new(5).map_err(|e| e.to_string())?,
-                );
-                ensure(matches!(got, Err(TreeError::MalformedProof { .. })), got)
-            }),
+            Box::new(|| proof_bytes_refused(|_| {}, 5)),
         ),
         (
             "merkle proof bytes: index past the depth",
-            Box::new(|| {
-                let mut proof =
-                    MerkleProof::<PoseidonHasher>::new(3, vec![Fr::from(1u64); 4]).to_bytes();
-                proof[8] = 16; // index 16 at depth 4
-                let got = MerkleProof::<PoseidonHasher>::from_bytes(
-                    &proof,
-                    Depth::new(4).map_err(|e| e.to_string())?,
-                );
-                ensure(matches!(got, Err(TreeError::MalformedProof { .. })), got)
-            }),
+            Box::new(|| proof_bytes_refused(|p| p[8] = 16, 4)),
         ),
         (
             "merkle proof bytes: non-canonical sibling",
-            Box::new(|| {
-                let mut proof =
-                    MerkleProof::<PoseidonHasher>::new(3, vec![Fr::from(1u64); 4]).to_bytes();
-                proof[9..41].copy_from_slice(&[0xff; 32]);
-                let got = MerkleProof::<PoseidonHasher>::from_bytes(
-                    &proof,
-                    Depth::new(4).map_err(|e| e.to_string())?,
-                );
-                ensure(matches!(got, Err(TreeError::MalformedProof { .. })), got)
-            }),
+            Box::new(|| proof_bytes_refused(|p| p[9..41].copy_from_slice(&[0xff; 32]), 4)),
         ),
         (
             "path bits: not 0/1, or not one per sibling",
