@@ -157,6 +157,14 @@ fn decode_u32<E: std::error::Error>(key: &[u8], bytes: &[u8]) -> Result<u32, Sle
         })
 }
 
+/// The stored commit counter (absent = 0).
+fn stored_commits<S: NodeStore>(store: &S) -> Result<u64, SledTreeError<S::Error>> {
+    match store.get(COMMITS_KEY).map_err(SledTreeError::Store)? {
+        Some(bytes) => decode_u64(COMMITS_KEY, &bytes),
+        None => Ok(0),
+    }
+}
+
 impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     /// Opens a tree over any store: initialises an empty store in one batch, or checks the
     /// stored header (format version, depth, hasher, digest length) and loads the root and
@@ -245,11 +253,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
                     .get(METADATA_KEY)
                     .map_err(SledTreeError::Store)?
                     .unwrap_or_default();
-                let commits = match store.get(COMMITS_KEY).map_err(SledTreeError::Store)? {
-                    Some(bytes) => decode_u64(COMMITS_KEY, &bytes)?,
-                    None => 0,
-                };
-                (next_index, metadata, commits)
+                (next_index, metadata, stored_commits(&store)?)
             }
         };
         let empty = EmptyRoots::<H>::new(depth);
@@ -472,7 +476,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     /// means nothing landed and the tree goes on; anything else (sled applied the batch but its
     /// flush failed, so it may or may not be durable; or the store cannot be read) leaves the
     /// tree refusing the store until it is reopened.
-    fn commit_or_reload(&mut self, mut batch: StoreBatch) -> Result<(), StoreTreeError<S>> {
+    fn commit_counted(&mut self, mut batch: StoreBatch) -> Result<(), StoreTreeError<S>> {
         self.live()?;
         self.generation += 1;
         let count = self.commits.wrapping_add(1);
@@ -481,14 +485,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             self.commits = count;
             return Ok(());
         };
-        let landed = match self.store.get(COMMITS_KEY) {
-            Ok(None) => self.commits != 0,
-            Ok(Some(bytes)) => {
-                decode_u64::<S::Error>(COMMITS_KEY, &bytes).ok() != Some(self.commits)
-            }
-            Err(_) => true,
-        };
-        self.indeterminate = landed;
+        self.indeterminate = stored_commits(&self.store).ok() != Some(self.commits);
         Err(SledTreeError::Store(error))
     }
 
@@ -980,9 +977,8 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             ..
         } = prepared;
         if !store_batch.is_empty() {
-            // The store may or may not hold a failed batch (e.g. written but not flushed): the
-            // in-memory view is taken from the store again rather than guessed.
-            self.commit_or_reload(store_batch)?;
+            // A failed commit leaves the in-memory view as it was (see `commit_counted`).
+            self.commit_counted(store_batch)?;
         }
         // Committed: publish to the in-memory view.
         {
@@ -1018,7 +1014,7 @@ impl<H: DigestCodec, S: NodeStore> History for SledMerkleTree<H, S> {
         value.extend_from_slice(&(config.root_window as u64).to_be_bytes());
         batch.insert(HISTORY_KEY, value);
         self.remove_checkpoints(&pruned, &mut batch)?;
-        self.commit_or_reload(batch)?;
+        self.commit_counted(batch)?;
         self.history = config;
         self.checkpoints = list;
         Ok(())
@@ -1038,7 +1034,7 @@ impl<H: DigestCodec, S: NodeStore> History for SledMerkleTree<H, S> {
         };
         let mut batch = StoreBatch::default();
         let list = self.add_checkpoint(info, &mut batch)?;
-        self.commit_or_reload(batch)?;
+        self.commit_counted(batch)?;
         self.checkpoints = list;
         Ok(())
     }
@@ -1091,7 +1087,7 @@ impl<H: DigestCodec, S: NodeStore> History for SledMerkleTree<H, S> {
         } else {
             batch.insert(METADATA_KEY, info.metadata.clone());
         }
-        self.commit_or_reload(batch)?;
+        self.commit_counted(batch)?;
         self.reload()?;
         if self.root != info.root {
             return Err(SledTreeError::Corrupted {
