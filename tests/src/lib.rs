@@ -6,6 +6,7 @@ use std::sync::Arc;
 use hasher::Fr;
 use tree_sled::{MemStore, NodeStore, StoreBatch};
 
+pub mod chain;
 pub mod power_loss;
 pub mod report;
 pub mod steps;

@@ -7,7 +7,7 @@
 //! lock. Writers are serialised by their own mutex, so nothing changes the tree between the two
 //! steps. Every read closure sees exactly one state.
 
-use hasher::DigestCodec;
+use hasher::{Digest, DigestCodec};
 use parking_lot::{Mutex, RwLock};
 use tree_core::UpdateBatch;
 
@@ -55,9 +55,32 @@ impl<H: DigestCodec, S: NodeStore> SharedTree<H, S> {
         batch: UpdateBatch<H>,
         id: u64,
     ) -> Result<(), StoreTreeError<S>> {
+        self.apply_checkpointed_if(batch, id, |_| Ok::<(), std::convert::Infallible>(()))
+            .map(|accepted| match accepted {
+                Ok(()) => (),
+                Err(never) => match never {},
+            })
+    }
+
+    /// [`apply_checkpointed`](Self::apply_checkpointed), but `accept` sees the new root before
+    /// anything is written: when it refuses, nothing is written and its error is returned (a
+    /// chain follower compares the root with the contract's before the block lands).
+    ///
+    /// # Errors
+    /// As [`SledMerkleTree::apply_checkpointed`]; `accept`'s refusal is the inner error.
+    pub fn apply_checkpointed_if<E>(
+        &self,
+        batch: UpdateBatch<H>,
+        id: u64,
+        accept: impl FnOnce(&Digest<H>) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreTreeError<S>> {
         let _writer = self.writer.lock();
         let prepared = self.tree.read().prepare_checkpointed(batch, id)?;
-        self.tree.write().publish(prepared)
+        if let Err(refused) = accept(prepared.root()) {
+            return Ok(Err(refused));
+        }
+        self.tree.write().publish(prepared)?;
+        Ok(Ok(()))
     }
 
     /// Runs `f` with exclusive access (checkpoints, rewinds, configuration).

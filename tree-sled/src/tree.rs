@@ -791,6 +791,13 @@ pub struct PreparedApply<H: DigestCodec> {
     checkpoints: Option<CheckpointList<Digest<H>>>,
 }
 
+impl<H: DigestCodec> PreparedApply<H> {
+    /// The root the tree will have once this batch is published.
+    pub fn root(&self) -> &Digest<H> {
+        &self.root
+    }
+}
+
 impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     /// Validates `batch` and computes everything its commit writes — every hash, the store
     /// batch with its undo records, the new root — reading the tree but changing nothing.

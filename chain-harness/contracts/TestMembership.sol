@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+pragma solidity ^0.8.24;
+
+// A membership contract for Canopy's chain tests. Its tree, events and views follow WakuRlnV2
+// (waku-org/waku-rlnv2-contract): a zk-kit LazyIMT of depth 20 whose leaves are
+// PoseidonT3(idCommitment, rateLimit), built on the same npm libraries. Deposits, prices and
+// expiry timers are left out: they never touch the tree. Erasure, as in WakuRlnV2, is lazy
+// (the leaf stays until its index is reused) or full (the leaf is set to 0), and both emit the
+// same event; freed indices are reused last-in first-out.
+
+import {InternalLazyIMT, LazyIMTData} from "@zk-kit/imt.sol/internal/InternalLazyIMT.sol";
+import {PoseidonT3} from "poseidon-solidity/PoseidonT3.sol";
+
+contract TestMembership {
+    uint256 public constant Q =
+        21888242871839275222246405745257275088548364400416034343698204186575808495617;
+    uint8 public constant MERKLE_TREE_DEPTH = 20;
+    uint32 public constant MAX_MEMBERSHIP_SET_SIZE = uint32(1 << MERKLE_TREE_DEPTH);
+
+    uint32 public deployedBlockNumber;
+    uint32 public nextFreeIndex;
+    /// When true the second word of MembershipRegistered is the rate commitment (the older
+    /// revision of WakuRlnV2's event), otherwise the rate limit (the current one).
+    bool public immutable emitsRateCommitment;
+
+    struct Membership {
+        uint32 rateLimit;
+        uint32 index;
+    }
+
+    LazyIMTData internal merkleTree;
+    mapping(uint256 => Membership) public memberships;
+    uint32[] internal indicesOfLazilyErasedMemberships;
+
+    event MembershipRegistered(uint256 idCommitment, uint256 membershipRateLimit, uint32 index);
+    event MembershipExpired(uint256 idCommitment, uint32 membershipRateLimit, uint32 index);
+    event MembershipErased(uint256 idCommitment, uint32 membershipRateLimit, uint32 index);
+
+    error InvalidIdCommitment(uint256 idCommitment);
+    error InvalidPaginationQuery(uint256 startIndex, uint256 endIndex);
+    error MembershipDoesNotExist(uint256 idCommitment);
+
+    constructor(bool _emitsRateCommitment) {
+        emitsRateCommitment = _emitsRateCommitment;
+        deployedBlockNumber = uint32(block.number);
+        InternalLazyIMT._init(merkleTree, MERKLE_TREE_DEPTH);
+    }
+
+    function register(uint256 idCommitment, uint32 rateLimit) external {
+        _register(idCommitment, rateLimit);
+    }
+
+    /// Erases some memberships lazily, then registers (WakuRlnV2's three-argument register).
+    function register(uint256 idCommitment, uint32 rateLimit, uint256[] calldata idCommitmentsToErase) external {
+        _erase(idCommitmentsToErase, false, false);
+        _register(idCommitment, rateLimit);
+    }
+
+    /// Several registrations in one transaction.
+    function registerMany(uint256[] calldata idCommitments, uint32[] calldata rateLimits) external {
+        require(idCommitments.length == rateLimits.length, "length mismatch");
+        for (uint256 i = 0; i < idCommitments.length; i++) {
+            _register(idCommitments[i], rateLimits[i]);
+        }
+    }
+
+    function eraseMemberships(uint256[] calldata idCommitments) external {
+        _erase(idCommitments, false, false);
+    }
+
+    function eraseMemberships(uint256[] calldata idCommitments, bool eraseFromMembershipSet) external {
+        _erase(idCommitments, eraseFromMembershipSet, false);
+    }
+
+    /// Erasure of expired memberships: MembershipExpired, then MembershipErased, as WakuRlnV2.
+    function expireMemberships(uint256[] calldata idCommitments, bool eraseFromMembershipSet) external {
+        _erase(idCommitments, eraseFromMembershipSet, true);
+    }
+
+    function root() public view returns (uint256) {
+        return InternalLazyIMT._root(merkleTree, MERKLE_TREE_DEPTH);
+    }
+
+    function getRateCommitmentsInRangeBoundsInclusive(uint32 startIndex, uint32 endIndex)
+        public
+        view
+        returns (uint256[] memory)
+    {
+        if (startIndex > endIndex) revert InvalidPaginationQuery(startIndex, endIndex);
+        if (endIndex >= nextFreeIndex) revert InvalidPaginationQuery(startIndex, endIndex);
+        uint256[] memory rateCommitments = new uint256[](endIndex - startIndex + 1);
+        for (uint32 i = startIndex; i <= endIndex; i++) {
+            rateCommitments[i - startIndex] = merkleTree.elements[InternalLazyIMT._indexForElement(0, i)];
+        }
+        return rateCommitments;
+    }
+
+    /// The Merkle proof of `index` (siblings from the leaf up), computed from LazyIMT's stored
+    /// elements: a sibling is a stored complete node, the partial node on the path of the last
+    /// leaf (computed as LazyIMT's root does), or an empty subtree's zero value.
+    function getMerkleProof(uint40 index) public view returns (uint256[MERKLE_TREE_DEPTH] memory proof) {
+        uint40 n = merkleTree.numberOfLeaves;
+        require(index < MAX_MEMBERSHIP_SET_SIZE, "index out of range");
+        uint256[MERKLE_TREE_DEPTH + 1] memory lastPath;
+        if (n > 0) {
+            uint40 last = n - 1;
+            lastPath[0] = merkleTree.elements[InternalLazyIMT._indexForElement(0, last)];
+            for (uint8 i = 0; i < MERKLE_TREE_DEPTH; i++) {
+                uint40 node = last >> i;
+                uint40 complete = n >> (i + 1);
+                if (complete > node >> 1) {
+                    lastPath[i + 1] = merkleTree.elements[InternalLazyIMT._indexForElement(i + 1, node >> 1)];
+                } else if (node & 1 == 0) {
+                    lastPath[i + 1] = PoseidonT3.hash([lastPath[i], InternalLazyIMT._defaultZero(i)]);
+                } else {
+                    uint256 left = merkleTree.elements[InternalLazyIMT._indexForElement(i, node - 1)];
+                    lastPath[i + 1] = PoseidonT3.hash([left, lastPath[i]]);
+                }
+            }
+        }
+        for (uint8 i = 0; i < MERKLE_TREE_DEPTH; i++) {
+            uint40 sibling = (index >> i) ^ 1;
+            if (sibling < (n >> i)) {
+                proof[i] = merkleTree.elements[InternalLazyIMT._indexForElement(i, sibling)];
+            } else if (n > 0 && sibling == (n - 1) >> i) {
+                proof[i] = lastPath[i];
+            } else {
+                proof[i] = InternalLazyIMT._defaultZero(i);
+            }
+        }
+    }
+
+    function _register(uint256 idCommitment, uint32 rateLimit) internal {
+        if (idCommitment == 0 || idCommitment >= Q) revert InvalidIdCommitment(idCommitment);
+        require(rateLimit > 0, "rate limit must be positive");
+        require(memberships[idCommitment].rateLimit == 0, "Duplicate idCommitment: membership already exists");
+        uint32 index;
+        bool indexReused;
+        uint256 reusable = indicesOfLazilyErasedMemberships.length;
+        if (reusable != 0) {
+            index = indicesOfLazilyErasedMemberships[reusable - 1];
+            indicesOfLazilyErasedMemberships.pop();
+            indexReused = true;
+        } else {
+            require(nextFreeIndex < MAX_MEMBERSHIP_SET_SIZE, "Membership set is full");
+            index = nextFreeIndex;
+        }
+        memberships[idCommitment] = Membership({rateLimit: rateLimit, index: index});
+        uint256 rateCommitment = PoseidonT3.hash([idCommitment, uint256(rateLimit)]);
+        if (indexReused) {
+            InternalLazyIMT._update(merkleTree, rateCommitment, index);
+        } else {
+            InternalLazyIMT._insert(merkleTree, rateCommitment);
+            nextFreeIndex += 1;
+        }
+        emit MembershipRegistered(idCommitment, emitsRateCommitment ? rateCommitment : uint256(rateLimit), index);
+    }
+
+    function _erase(uint256[] calldata idCommitments, bool eraseFromMembershipSet, bool expired) internal {
+        for (uint256 i = 0; i < idCommitments.length; i++) {
+            Membership memory membership = memberships[idCommitments[i]];
+            if (membership.rateLimit == 0) revert MembershipDoesNotExist(idCommitments[i]);
+            indicesOfLazilyErasedMemberships.push(membership.index);
+            delete memberships[idCommitments[i]];
+            if (expired) emit MembershipExpired(idCommitments[i], membership.rateLimit, membership.index);
+            emit MembershipErased(idCommitments[i], membership.rateLimit, membership.index);
+            if (eraseFromMembershipSet) InternalLazyIMT._update(merkleTree, 0, membership.index);
+        }
+    }
+}

@@ -1,0 +1,44 @@
+// Compiles contracts/TestMembership.sol and poseidon-solidity's PoseidonT3 with solc-js (the
+// npm compiler) and writes abi, bytecode and link references as one JSON file: argv[2].
+const fs = require("fs");
+const path = require("path");
+const solc = require("solc");
+
+const here = __dirname;
+const source = fs.readFileSync(path.join(here, "..", "contracts", "TestMembership.sol"), "utf8");
+const input = {
+  language: "Solidity",
+  sources: { "TestMembership.sol": { content: source } },
+  settings: {
+    optimizer: { enabled: true, runs: 200 },
+    evmVersion: "cancun",
+    outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.bytecode.linkReferences"] } },
+  },
+};
+function findImports(name) {
+  try {
+    return { contents: fs.readFileSync(require.resolve(name, { paths: [here] }), "utf8") };
+  } catch (e) {
+    return { error: `not found: ${name}` };
+  }
+}
+const output = JSON.parse(solc.compile(JSON.stringify(input), { import: findImports }));
+const errors = (output.errors || []).filter((e) => e.severity === "error");
+if (errors.length > 0) {
+  for (const e of errors) console.error(e.formattedMessage);
+  process.exit(1);
+}
+const membership = output.contracts["TestMembership.sol"].TestMembership;
+const poseidon = output.contracts["poseidon-solidity/PoseidonT3.sol"].PoseidonT3;
+const out = {
+  solc: solc.version(),
+  membership: {
+    abi: membership.abi,
+    bytecode: membership.evm.bytecode.object,
+    linkReferences: membership.evm.bytecode.linkReferences,
+  },
+  poseidonT3: { bytecode: poseidon.evm.bytecode.object },
+};
+fs.mkdirSync(path.dirname(process.argv[2]), { recursive: true });
+fs.writeFileSync(process.argv[2], JSON.stringify(out));
+console.log(`compiled TestMembership with solc ${solc.version()} -> ${process.argv[2]}`);

@@ -1,0 +1,80 @@
+//! Calldata for the test membership contract's transactions.
+
+use alloy::primitives::{Bytes, U256};
+use alloy::sol;
+use alloy::sol_types::SolCall;
+
+sol! {
+    /// The test contract's state-changing functions (its views are the follower's).
+    interface ITestMembership {
+        function register(uint256 idCommitment, uint32 rateLimit) external;
+        function register(uint256 idCommitment, uint32 rateLimit, uint256[] calldata idCommitmentsToErase) external;
+        function registerMany(uint256[] calldata idCommitments, uint32[] calldata rateLimits) external;
+        function eraseMemberships(uint256[] calldata idCommitments) external;
+        function eraseMemberships(uint256[] calldata idCommitments, bool eraseFromMembershipSet) external;
+        function expireMemberships(uint256[] calldata idCommitments, bool eraseFromMembershipSet) external;
+    }
+}
+
+use ITestMembership as I;
+
+/// `register(id, rateLimit)`.
+#[must_use]
+pub fn register(id: U256, rate_limit: u32) -> Bytes {
+    I::register_0Call {
+        idCommitment: id,
+        rateLimit: rate_limit,
+    }
+    .abi_encode()
+    .into()
+}
+
+/// `register(id, rateLimit, toErase)`: lazy erasures, then the registration.
+#[must_use]
+pub fn register_erasing(id: U256, rate_limit: u32, to_erase: Vec<U256>) -> Bytes {
+    I::register_1Call {
+        idCommitment: id,
+        rateLimit: rate_limit,
+        idCommitmentsToErase: to_erase,
+    }
+    .abi_encode()
+    .into()
+}
+
+/// `registerMany(ids, rateLimits)`: several registrations in one transaction.
+#[must_use]
+pub fn register_many(ids: Vec<U256>, rate_limits: Vec<u32>) -> Bytes {
+    I::registerManyCall {
+        idCommitments: ids,
+        rateLimits: rate_limits,
+    }
+    .abi_encode()
+    .into()
+}
+
+/// `eraseMemberships(ids)` (lazy) or `eraseMemberships(ids, full)`.
+#[must_use]
+pub fn erase(ids: Vec<U256>, full: Option<bool>) -> Bytes {
+    match full {
+        None => I::eraseMemberships_0Call { idCommitments: ids }
+            .abi_encode()
+            .into(),
+        Some(full) => I::eraseMemberships_1Call {
+            idCommitments: ids,
+            eraseFromMembershipSet: full,
+        }
+        .abi_encode()
+        .into(),
+    }
+}
+
+/// `expireMemberships(ids, full)`: `MembershipExpired` then `MembershipErased` per member.
+#[must_use]
+pub fn expire(ids: Vec<U256>, full: bool) -> Bytes {
+    I::expireMembershipsCall {
+        idCommitments: ids,
+        eraseFromMembershipSet: full,
+    }
+    .abi_encode()
+    .into()
+}

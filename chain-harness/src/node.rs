@@ -1,0 +1,364 @@
+//! Starting, driving and stopping the hardhat node.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use alloy::primitives::{Address, Bytes, B256, U256};
+use alloy::providers::{Provider, RootProvider};
+use alloy::sol_types::SolValue;
+
+/// Why the harness failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// `install.sh` (npm ci, solc-js) failed.
+    #[error("installing the chain tools failed: {0}")]
+    Install(String),
+    /// The node did not start.
+    #[error("the local node did not start: {0}")]
+    Start(String),
+    /// A JSON-RPC call failed.
+    #[error("{0}")]
+    Rpc(String),
+    /// The compiled contract is missing or malformed.
+    #[error("compiled contract: {0}")]
+    Artifact(String),
+}
+
+fn rpc<E: std::fmt::Display>(e: E) -> HarnessError {
+    HarnessError::Rpc(e.to_string())
+}
+
+/// A running hardhat node on 127.0.0.1; killed when dropped.
+pub struct LocalChain {
+    child: Child,
+    url: url::Url,
+    provider: RootProvider,
+    from: Address,
+    log: PathBuf,
+}
+
+impl LocalChain {
+    /// The npm package folder (`chain-harness/node`).
+    #[must_use]
+    pub fn node_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("node")
+    }
+
+    /// Runs `install.sh` (idempotent, serialised by a file lock).
+    ///
+    /// # Errors
+    /// npm or the compiler failed.
+    pub fn install() -> Result<(), HarnessError> {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("install.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .output()
+            .map_err(|e| HarnessError::Install(format!("bash {}: {e}", script.display())))?;
+        if !out.status.success() {
+            return Err(HarnessError::Install(format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Installs if needed and starts a node on a free loopback port.
+    ///
+    /// # Errors
+    /// Installation or start-up failed.
+    pub async fn start() -> Result<Self, HarnessError> {
+        Self::install()?;
+        let mut last = String::new();
+        for _ in 0..3 {
+            match Self::start_once().await {
+                Ok(chain) => return Ok(chain),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(HarnessError::Start(last))
+    }
+
+    async fn start_once() -> Result<Self, HarnessError> {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| HarnessError::Start(e.to_string()))?
+            .port();
+        let log = std::env::temp_dir().join(format!("canopy-hardhat-{port}.log"));
+        let log_file =
+            std::fs::File::create(&log).map_err(|e| HarnessError::Start(e.to_string()))?;
+        let log_err = log_file
+            .try_clone()
+            .map_err(|e| HarnessError::Start(e.to_string()))?;
+        let dir = Self::node_dir();
+        let child = Command::new("node")
+            .arg(dir.join("node_modules/hardhat/internal/cli/cli.js"))
+            .args([
+                "node",
+                "--hostname",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .current_dir(&dir)
+            .env("HARDHAT_DISABLE_TELEMETRY_PROMPT", "true")
+            .stdin(Stdio::null())
+            .stdout(log_file)
+            .stderr(log_err)
+            .spawn()
+            .map_err(|e| HarnessError::Start(format!("node: {e}")))?;
+        let url: url::Url = format!("http://127.0.0.1:{port}")
+            .parse()
+            .map_err(|e| HarnessError::Start(format!("{e}")))?;
+        let provider = RootProvider::new_http(url.clone());
+        let mut chain = Self {
+            child,
+            url,
+            provider,
+            from: Address::ZERO,
+            log,
+        };
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            if let Ok(accounts) = chain.provider.get_accounts().await {
+                if let Some(first) = accounts.first() {
+                    chain.from = *first;
+                    return Ok(chain);
+                }
+            }
+            if let Ok(Some(status)) = chain.child.try_wait() {
+                let text = std::fs::read_to_string(&chain.log).unwrap_or_default();
+                return Err(HarnessError::Start(format!(
+                    "node exited ({status}): {text}"
+                )));
+            }
+            if Instant::now() > deadline {
+                return Err(HarnessError::Start("no answer within 90 s".into()));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The node's JSON-RPC URL.
+    #[must_use]
+    pub fn url(&self) -> &url::Url {
+        &self.url
+    }
+
+    /// An alloy provider of the node.
+    #[must_use]
+    pub fn provider(&self) -> &RootProvider {
+        &self.provider
+    }
+
+    /// Sends a transaction from the node's first (unlocked) account; returns its hash.
+    ///
+    /// # Errors
+    /// The node refused it.
+    pub async fn send(&self, to: Address, data: Bytes) -> Result<B256, HarnessError> {
+        self.send_raw(Some(to), &data).await
+    }
+
+    /// `eth_sendTransaction` from the first account (hardhat's node signs it).
+    async fn send_raw(&self, to: Option<Address>, data: &Bytes) -> Result<B256, HarnessError> {
+        let mut tx = serde_json::json!({
+            "from": self.from,
+            "data": data,
+            "gas": "0xf42400",
+        });
+        if let Some(to) = to {
+            tx["to"] = serde_json::json!(to);
+        }
+        self.provider
+            .raw_request("eth_sendTransaction".into(), (tx,))
+            .await
+            .map_err(rpc)
+    }
+
+    /// Deploys `bytecode` (constructor arguments appended); returns the contract's address.
+    async fn deploy(&self, bytecode: Bytes) -> Result<Address, HarnessError> {
+        let hash = self.send_raw(None, &bytecode).await?;
+        self.mine().await?;
+        let receipt = self
+            .provider
+            .get_transaction_receipt(hash)
+            .await
+            .map_err(rpc)?
+            .ok_or_else(|| HarnessError::Rpc("no receipt for the deployment".into()))?;
+        receipt
+            .contract_address
+            .ok_or_else(|| HarnessError::Rpc("deployment created no contract".into()))
+    }
+
+    /// Deploys PoseidonT3 and the test membership contract linked to it. With
+    /// `emits_rate_commitment`, `MembershipRegistered` carries the rate commitment (an earlier
+    /// WakuRlnV2 revision) instead of the rate limit.
+    ///
+    /// # Errors
+    /// Missing artifact, RPC failures.
+    pub async fn deploy_membership(
+        &self,
+        emits_rate_commitment: bool,
+    ) -> Result<Address, HarnessError> {
+        let path = Self::node_dir().join("build/TestMembership.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| HarnessError::Artifact(format!("{}: {e}", path.display())))?;
+        let artifact: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| HarnessError::Artifact(e.to_string()))?;
+        let hex_of = |pointer: &str| -> Result<String, HarnessError> {
+            artifact
+                .pointer(pointer)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| HarnessError::Artifact(format!("{pointer} missing")))
+        };
+        let poseidon = decode_hex(&hex_of("/poseidonT3/bytecode")?)?;
+        let poseidon_address = self.deploy(poseidon.into()).await?;
+        let mut code = hex_of("/membership/bytecode")?;
+        let links = artifact
+            .pointer("/membership/linkReferences/poseidon-solidity~1PoseidonT3.sol/PoseidonT3")
+            .and_then(serde_json::Value::as_array)
+            .ok_or_else(|| HarnessError::Artifact("link references missing".into()))?;
+        let address_hex: String = poseidon_address
+            .as_slice()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        for link in links {
+            let start = link
+                .get("start")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|s| usize::try_from(s).ok())
+                .ok_or_else(|| HarnessError::Artifact("bad link reference".into()))?;
+            let range = 2 * start..2 * start + 40;
+            if range.end > code.len() {
+                return Err(HarnessError::Artifact(
+                    "link reference past the code".into(),
+                ));
+            }
+            code.replace_range(range, &address_hex);
+        }
+        let mut bytecode = decode_hex(&code)?;
+        bytecode.extend(emits_rate_commitment.abi_encode());
+        self.deploy(bytecode.into()).await
+    }
+
+    /// Turns automatic mining (one block per transaction) on or off.
+    ///
+    /// # Errors
+    /// RPC failures.
+    pub async fn set_automine(&self, on: bool) -> Result<(), HarnessError> {
+        let _: bool = self
+            .provider
+            .raw_request("evm_setAutomine".into(), (on,))
+            .await
+            .map_err(rpc)?;
+        Ok(())
+    }
+
+    /// Mines one block with the pending transactions; returns its number.
+    ///
+    /// # Errors
+    /// RPC failures.
+    pub async fn mine(&self) -> Result<u64, HarnessError> {
+        let _: String = self
+            .provider
+            .raw_request("evm_mine".into(), Vec::<serde_json::Value>::new())
+            .await
+            .map_err(rpc)?;
+        self.block_number().await
+    }
+
+    /// Mines `n` empty blocks at once.
+    ///
+    /// # Errors
+    /// RPC failures.
+    pub async fn mine_empty(&self, n: u64) -> Result<u64, HarnessError> {
+        let _: bool = self
+            .provider
+            .raw_request("hardhat_mine".into(), (format!("{n:#x}"),))
+            .await
+            .map_err(rpc)?;
+        self.block_number().await
+    }
+
+    /// The head block number.
+    ///
+    /// # Errors
+    /// RPC failures.
+    pub async fn block_number(&self) -> Result<u64, HarnessError> {
+        self.provider.get_block_number().await.map_err(rpc)
+    }
+
+    /// `evm_snapshot`: an id to revert to.
+    ///
+    /// # Errors
+    /// RPC failures.
+    pub async fn snapshot(&self) -> Result<U256, HarnessError> {
+        self.provider
+            .raw_request("evm_snapshot".into(), Vec::<serde_json::Value>::new())
+            .await
+            .map_err(rpc)
+    }
+
+    /// `evm_revert`: back to a snapshot (the chain's later blocks are gone).
+    ///
+    /// # Errors
+    /// RPC failures or an unknown snapshot.
+    pub async fn revert(&self, id: U256) -> Result<(), HarnessError> {
+        let ok: bool = self
+            .provider
+            .raw_request("evm_revert".into(), (id,))
+            .await
+            .map_err(rpc)?;
+        if ok {
+            Ok(())
+        } else {
+            Err(HarnessError::Rpc(format!("evm_revert({id}) refused")))
+        }
+    }
+
+    /// How many of these mined transactions failed (reverted or have no receipt).
+    ///
+    /// # Errors
+    /// RPC failures.
+    pub async fn failed_transactions(&self, hashes: &[B256]) -> Result<usize, HarnessError> {
+        let mut failed = 0;
+        for hash in hashes {
+            let receipt = self
+                .provider
+                .get_transaction_receipt(*hash)
+                .await
+                .map_err(rpc)?;
+            if !receipt.is_some_and(|r| r.status()) {
+                failed += 1;
+            }
+        }
+        Ok(failed)
+    }
+}
+
+impl Drop for LocalChain {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+fn decode_hex(text: &str) -> Result<Vec<u8>, HarnessError> {
+    let text = text.strip_prefix("0x").unwrap_or(text);
+    if text.len() % 2 != 0 {
+        return Err(HarnessError::Artifact("odd-length hex".into()));
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| {
+            u8::from_str_radix(&text[i..i + 2], 16)
+                .map_err(|_| HarnessError::Artifact("bad hex (unlinked library?)".into()))
+        })
+        .collect()
+}

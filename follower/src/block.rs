@@ -1,0 +1,304 @@
+//! The one way a block lands in a tree: its changes, its metadata and its checkpoint in one
+//! atomic commit. `canopy demo`, `apply`, `serve` and `follow` all go through [`commit_block`].
+
+use alloy::primitives::{Address, B256};
+use hasher::{Fr, PoseidonHasher};
+use tree_core::UpdateBatch;
+use tree_sled::SharedTree;
+
+use crate::FollowError;
+
+/// The chain and contract a followed database mirrors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainBinding {
+    /// EIP-155 chain id.
+    pub chain_id: u64,
+    /// The membership contract.
+    pub contract: Address,
+}
+
+/// What the tree's metadata says about the last block applied; every checkpoint carries it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockMeta {
+    /// Block number (the checkpoint id).
+    pub number: u64,
+    /// Block hash, when the block came from a chain.
+    pub hash: Option<B256>,
+    /// The chain and contract, when the block came from a follower.
+    pub binding: Option<ChainBinding>,
+}
+
+const MAGIC: &[u8; 4] = b"CNB1";
+const FLAG_HASH: u8 = 1;
+const FLAG_BINDING: u8 = 2;
+const ENCODED_LEN: usize = 4 + 1 + 8 + 32 + 8 + 20;
+
+impl BlockMeta {
+    /// A block with a number only (events files, the demo).
+    #[must_use]
+    pub fn number(number: u64) -> Self {
+        Self {
+            number,
+            hash: None,
+            binding: None,
+        }
+    }
+
+    /// The stored bytes: `CNB1`, flags, number (BE), hash, chain id (BE), contract.
+    #[must_use]
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(ENCODED_LEN);
+        out.extend_from_slice(MAGIC);
+        let flags = if self.hash.is_some() { FLAG_HASH } else { 0 }
+            | if self.binding.is_some() {
+                FLAG_BINDING
+            } else {
+                0
+            };
+        out.push(flags);
+        out.extend_from_slice(&self.number.to_be_bytes());
+        out.extend_from_slice(self.hash.unwrap_or_default().as_slice());
+        let binding = self.binding.unwrap_or(ChainBinding {
+            chain_id: 0,
+            contract: Address::ZERO,
+        });
+        out.extend_from_slice(&binding.chain_id.to_be_bytes());
+        out.extend_from_slice(binding.contract.as_slice());
+        out
+    }
+
+    /// Decodes stored metadata: empty is "no block yet"; 8 bytes is an older database's bare
+    /// block number.
+    ///
+    /// # Errors
+    /// [`FollowError::BadMetadata`] for anything else.
+    pub fn decode(bytes: &[u8]) -> Result<Option<Self>, FollowError> {
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        if let Ok(number) = <[u8; 8]>::try_from(bytes) {
+            return Ok(Some(Self::number(u64::from_be_bytes(number))));
+        }
+        if bytes.len() != ENCODED_LEN || &bytes[..4] != MAGIC {
+            return Err(FollowError::BadMetadata(format!(
+                "{} bytes that are not a block record",
+                bytes.len()
+            )));
+        }
+        let flags = bytes[4];
+        if flags & !(FLAG_HASH | FLAG_BINDING) != 0 {
+            return Err(FollowError::BadMetadata(format!(
+                "unknown flags {flags:#x}"
+            )));
+        }
+        let word = |range: std::ops::Range<usize>| -> u64 {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[range]);
+            u64::from_be_bytes(b)
+        };
+        let number = word(5..13);
+        let hash = (flags & FLAG_HASH != 0).then(|| B256::from_slice(&bytes[13..45]));
+        let binding = (flags & FLAG_BINDING != 0).then(|| ChainBinding {
+            chain_id: word(45..53),
+            contract: Address::from_slice(&bytes[53..73]),
+        });
+        Ok(Some(Self {
+            number,
+            hash,
+            binding,
+        }))
+    }
+}
+
+/// A block's leaf changes, in the order they happened.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BlockChanges {
+    ops: Vec<LeafChange>,
+}
+
+/// One leaf change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafChange {
+    /// `leaf` written at `index`.
+    Set(u64, Fr),
+    /// `index` reset to the empty leaf (0).
+    Delete(u64),
+}
+
+impl BlockChanges {
+    /// No changes.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Writes `leaf` at `index`.
+    pub fn set(&mut self, index: u64, leaf: Fr) -> &mut Self {
+        self.ops.push(LeafChange::Set(index, leaf));
+        self
+    }
+
+    /// Resets `index` to the empty leaf.
+    pub fn delete(&mut self, index: u64) -> &mut Self {
+        self.ops.push(LeafChange::Delete(index));
+        self
+    }
+
+    /// The changes, in order.
+    #[must_use]
+    pub fn ops(&self) -> &[LeafChange] {
+        &self.ops
+    }
+
+    /// As one tree batch (consecutive writes become one range), with `meta` as its metadata.
+    #[must_use]
+    pub fn to_batch(&self, meta: &BlockMeta) -> UpdateBatch<PoseidonHasher> {
+        let mut batch = UpdateBatch::new();
+        let mut run: Option<(u64, Vec<Fr>)> = None;
+        for op in &self.ops {
+            match *op {
+                LeafChange::Set(index, leaf) => match &mut run {
+                    Some((start, leaves)) if *start + leaves.len() as u64 == index => {
+                        leaves.push(leaf);
+                    }
+                    _ => {
+                        if let Some((start, leaves)) = run.take() {
+                            batch.set_range(start, leaves);
+                        }
+                        run = Some((index, vec![leaf]));
+                    }
+                },
+                LeafChange::Delete(index) => {
+                    if let Some((start, leaves)) = run.take() {
+                        batch.set_range(start, leaves);
+                    }
+                    batch.delete(index);
+                }
+            }
+        }
+        if let Some((start, leaves)) = run {
+            batch.set_range(start, leaves);
+        }
+        batch.metadata(meta.encode());
+        batch
+    }
+}
+
+/// Why [`commit_block`] wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum CommitError {
+    /// The root after the block would not be the expected one.
+    #[error("root after block {block} would be {ours}, expected {expected}")]
+    RootMismatch {
+        /// The block.
+        block: u64,
+        /// Ours, 0x hex.
+        ours: String,
+        /// Expected, 0x hex.
+        expected: String,
+    },
+    /// The tree refused the block (a rule) or the store failed.
+    #[error(transparent)]
+    Tree(#[from] tree_sled::SledTreeError),
+}
+
+impl From<CommitError> for FollowError {
+    fn from(e: CommitError) -> Self {
+        match e {
+            CommitError::RootMismatch {
+                block,
+                ours,
+                expected,
+            } => Self::RootMismatch {
+                block,
+                ours,
+                contract: expected,
+            },
+            CommitError::Tree(e) => Self::Tree(e),
+        }
+    }
+}
+
+/// Lands a block: `changes`, `meta` as the tree's metadata and a checkpoint named by the block
+/// number, in one atomic store commit. With `expected_root`, the root the block would produce
+/// is compared first and nothing is written when it differs. Returns the new root.
+///
+/// # Errors
+/// [`CommitError`]: a tree rule, a store failure, a root mismatch; nothing is written.
+pub fn commit_block(
+    tree: &SharedTree<PoseidonHasher>,
+    meta: &BlockMeta,
+    changes: &BlockChanges,
+    expected_root: Option<Fr>,
+) -> Result<Fr, CommitError> {
+    let mut new_root = Fr::from(0u64);
+    tree.apply_checkpointed_if(changes.to_batch(meta), meta.number, |root| {
+        new_root = *root;
+        match expected_root {
+            Some(expected) if expected != *root => Err(CommitError::RootMismatch {
+                block: meta.number,
+                ours: fr_hex(root),
+                expected: fr_hex(&expected),
+            }),
+            _ => Ok(()),
+        }
+    })??;
+    Ok(new_root)
+}
+
+/// `0x` + 64 hex digits, big-endian: how field elements are printed.
+#[must_use]
+pub fn fr_hex(value: &Fr) -> String {
+    format!("{:#066x}", crate::profile::to_u256(value))
+}
+
+/// The last block a tree holds, from its metadata.
+///
+/// # Errors
+/// Damaged metadata, store errors.
+pub fn last_block(tree: &SharedTree<PoseidonHasher>) -> Result<Option<BlockMeta>, FollowError> {
+    let bytes = tree.read(tree_core::MerkleTree::metadata)?;
+    BlockMeta::decode(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_round_trips_and_refuses_damage() {
+        let full = BlockMeta {
+            number: 77,
+            hash: Some(B256::repeat_byte(7)),
+            binding: Some(ChainBinding {
+                chain_id: 31337,
+                contract: Address::repeat_byte(9),
+            }),
+        };
+        for meta in [full, BlockMeta::number(5)] {
+            assert_eq!(BlockMeta::decode(&meta.encode()).ok().flatten(), Some(meta));
+        }
+        assert_eq!(
+            BlockMeta::decode(&9u64.to_be_bytes()).ok().flatten(),
+            Some(BlockMeta::number(9))
+        );
+        assert!(matches!(BlockMeta::decode(&[]), Ok(None)));
+        let mut bad = full.encode();
+        bad[4] = 0x80;
+        assert!(BlockMeta::decode(&bad).is_err());
+        assert!(BlockMeta::decode(&bad[..20]).is_err());
+        assert!(BlockMeta::decode(b"XXXX").is_err());
+    }
+
+    #[test]
+    fn consecutive_writes_become_ranges_in_order() {
+        let mut changes = BlockChanges::new();
+        changes
+            .set(0, Fr::from(1u64))
+            .set(1, Fr::from(2u64))
+            .delete(0)
+            .set(0, Fr::from(3u64));
+        let batch = changes.to_batch(&BlockMeta::number(1));
+        assert_eq!(batch.len(), 4);
+    }
+}

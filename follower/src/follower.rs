@@ -1,0 +1,752 @@
+//! [`Follower`]: mirrors a membership contract into a tree, one atomic commit per block.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy::eips::BlockId;
+use alloy::primitives::{Address, B256};
+use alloy::rpc::types::Log;
+use hasher::{Fr, PoseidonHasher};
+use serde::{Deserialize, Serialize};
+use tree_core::{History, MerkleTree};
+use tree_sled::SharedTree;
+
+use crate::block::{commit_block, last_block, BlockChanges, BlockMeta, ChainBinding};
+use crate::profile::{canonical, ContractProfile, MembershipEvent};
+use crate::rpc::{at_hash, ChainClient, RangeError, RetryConfig};
+use crate::FollowError;
+
+/// The tree a follower writes: shared, so a server can read it meanwhile.
+pub type FollowedTree = SharedTree<PoseidonHasher>;
+
+/// How an empty database is first filled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SyncMode {
+    /// Read the contract's leaves at a recent block (paged views), build the tree in one batch,
+    /// check the root, then follow events from the next block.
+    #[default]
+    State,
+    /// Replay every event from the deployment block (or `from_block`); needs an archive node for
+    /// the root checks at old blocks.
+    Replay,
+}
+
+/// When the tree's root is compared with the contract's `root()`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RootCheck {
+    /// After every block with events (one `eth_call` each), before it is committed.
+    #[default]
+    EveryBlock,
+    /// After the last block with events of each `eth_getLogs` range.
+    EveryRange,
+}
+
+/// Adaptive `eth_getLogs` block ranges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogRangeConfig {
+    /// Blocks in the first request.
+    pub initial: u64,
+    /// Never fewer (a node that refuses one block's logs is an error).
+    pub min: u64,
+    /// Never more.
+    pub max: u64,
+    /// Grow (double) the range while a response holds fewer logs than this.
+    pub grow_below_logs: usize,
+}
+
+impl Default for LogRangeConfig {
+    fn default() -> Self {
+        Self {
+            initial: 1_000,
+            min: 1,
+            max: 10_000,
+            grow_below_logs: 2_000,
+        }
+    }
+}
+
+/// Everything a follower needs besides the node and the tree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FollowerConfig {
+    /// The contract's events and leaf rule.
+    pub profile: ContractProfile,
+    /// How an empty database is filled.
+    pub sync: SyncMode,
+    /// Replay from this block instead of `deployedBlockNumber()`; state sync pins this block
+    /// instead of the head (less confirmations).
+    pub from_block: Option<u64>,
+    /// Stay this many blocks behind the head.
+    pub confirmations: u64,
+    /// `eth_getLogs` ranges.
+    pub log_ranges: LogRangeConfig,
+    /// Leaves per `getRateCommitmentsInRangeBoundsInclusive` call in state sync (halved on
+    /// failure).
+    pub state_page: u32,
+    /// When roots are checked against the contract.
+    pub root_check: RootCheck,
+    /// Retries of each call.
+    pub retry: RetryConfig,
+    /// Wait between polls once caught up, in milliseconds.
+    pub poll_interval_ms: u64,
+}
+
+impl Default for FollowerConfig {
+    fn default() -> Self {
+        Self {
+            profile: ContractProfile::default(),
+            sync: SyncMode::State,
+            from_block: None,
+            confirmations: 0,
+            log_ranges: LogRangeConfig::default(),
+            state_page: 2_048,
+            root_check: RootCheck::EveryBlock,
+            retry: RetryConfig::default(),
+            poll_interval_ms: 2_000,
+        }
+    }
+}
+
+/// What one [`Follower::step`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepOutcome {
+    /// The first block this step read (its range is `first_block..=block`).
+    pub first_block: u64,
+    /// The last block now applied.
+    pub block: u64,
+    /// The block the follower is heading for (head less confirmations).
+    pub target: u64,
+    /// Blocks committed by this step.
+    pub blocks_committed: u64,
+    /// Membership events applied by this step.
+    pub events: u64,
+    /// Blocks rewound by a reorg in this step.
+    pub rewound: u64,
+    /// Whether the follower has reached its target.
+    pub caught_up: bool,
+}
+
+/// Running totals, with where the time went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FollowStats {
+    /// Blocks committed.
+    pub blocks_committed: u64,
+    /// Membership events applied.
+    pub events: u64,
+    /// Reorgs handled.
+    pub reorgs: u64,
+    /// Deepest reorg, in blocks.
+    pub max_reorg_depth: u64,
+    /// Requests sent to the node (retries included).
+    pub requests: u64,
+    /// Retried requests.
+    pub retries: u64,
+    /// Time waiting on the node.
+    pub rpc_wait: Duration,
+    /// Time decoding logs.
+    pub decode: Duration,
+    /// Time hashing and committing.
+    pub apply: Duration,
+}
+
+/// Follows one membership contract on one node into one tree.
+///
+/// [`step`](Self::step) does a bounded amount of work (a reorg check and one `eth_getLogs`
+/// range, or the initial state sync) and returns; [`run`](Self::run) steps until stopped.
+pub struct Follower {
+    client: ChainClient,
+    config: FollowerConfig,
+    tree: Arc<FollowedTree>,
+    binding: Option<ChainBinding>,
+    /// The block a replay continues after, before anything is committed.
+    start_after: Option<u64>,
+    range: u64,
+    stats: FollowStats,
+}
+
+impl Follower {
+    /// A follower of `client`'s contract into `tree`.
+    ///
+    /// # Errors
+    /// The tree's depth is not the profile's.
+    pub fn new(
+        client: ChainClient,
+        config: FollowerConfig,
+        tree: Arc<FollowedTree>,
+    ) -> Result<Self, FollowError> {
+        let stored = tree.read(|t| t.depth().get());
+        if stored != config.profile.depth {
+            return Err(FollowError::WrongDepth {
+                stored,
+                contract: config.profile.depth,
+            });
+        }
+        let range = config.log_ranges.initial.max(1);
+        Ok(Self {
+            client,
+            config,
+            tree,
+            binding: None,
+            start_after: None,
+            range,
+            stats: FollowStats::default(),
+        })
+    }
+
+    /// The tree.
+    #[must_use]
+    pub fn tree(&self) -> &Arc<FollowedTree> {
+        &self.tree
+    }
+
+    /// The node client.
+    #[must_use]
+    pub fn client(&self) -> &ChainClient {
+        &self.client
+    }
+
+    /// Totals so far.
+    #[must_use]
+    pub fn stats(&self) -> FollowStats {
+        let counters = self.client.counters();
+        FollowStats {
+            requests: counters.requests.load(Ordering::Relaxed),
+            retries: counters.retries.load(Ordering::Relaxed),
+            rpc_wait: Duration::from_micros(counters.wait_us.load(Ordering::Relaxed)),
+            ..self.stats
+        }
+    }
+
+    /// The last block applied, from the tree.
+    ///
+    /// # Errors
+    /// Damaged metadata.
+    pub fn last_block(&self) -> Result<Option<BlockMeta>, FollowError> {
+        last_block(&self.tree)
+    }
+
+    async fn binding(&mut self) -> Result<ChainBinding, FollowError> {
+        if let Some(binding) = self.binding {
+            return Ok(binding);
+        }
+        let binding = ChainBinding {
+            chain_id: self.client.chain_id().await?,
+            contract: self.client.contract(),
+        };
+        self.binding = Some(binding);
+        Ok(binding)
+    }
+
+    /// Applies what is new, up to the head less confirmations: one `eth_getLogs` range, or the
+    /// initial state sync; first checks that the last applied block is still on the chain and
+    /// rewinds to the newest common checkpoint when it is not.
+    ///
+    /// # Errors
+    /// [`FollowError`]; when [`FollowError::is_transient`], a later step may succeed. Nothing
+    /// from a failing block is applied.
+    pub async fn step(&mut self) -> Result<StepOutcome, FollowError> {
+        let binding = self.binding().await?;
+        let head = self.client.head().await?;
+        let target = head.saturating_sub(self.config.confirmations);
+        let mut outcome = StepOutcome {
+            target,
+            ..StepOutcome::default()
+        };
+        let stored = self.last_block()?;
+        let after = match stored {
+            None => {
+                let members = self.tree.read(MerkleTree::next_index);
+                if members != 0 {
+                    return Err(FollowError::NotAFollowerDatabase { members });
+                }
+                match self.config.sync {
+                    SyncMode::State => {
+                        let pinned = self.config.from_block.unwrap_or(target).min(target);
+                        outcome.events = self.state_sync(pinned, binding).await?;
+                        outcome.first_block = pinned;
+                        outcome.block = pinned;
+                        outcome.blocks_committed = 1;
+                        outcome.caught_up = pinned >= target;
+                        return Ok(outcome);
+                    }
+                    SyncMode::Replay => match self.start_after {
+                        Some(after) => after,
+                        None => {
+                            let from = match self.config.from_block {
+                                Some(from) => from,
+                                None => self.client.deployed_block().await?,
+                            };
+                            let after = from.saturating_sub(1);
+                            self.start_after = Some(after);
+                            after
+                        }
+                    },
+                }
+            }
+            Some(meta) => {
+                let Some(stored_binding) = meta.binding else {
+                    return Err(FollowError::NotAFollowerDatabase {
+                        members: self.tree.read(MerkleTree::next_index),
+                    });
+                };
+                if stored_binding.chain_id != binding.chain_id {
+                    return Err(FollowError::WrongChain {
+                        stored: stored_binding.chain_id,
+                        node: binding.chain_id,
+                    });
+                }
+                if stored_binding.contract != binding.contract {
+                    return Err(FollowError::WrongContract {
+                        stored: stored_binding.contract,
+                        requested: binding.contract,
+                    });
+                }
+                let current = self.reconcile(meta).await?;
+                outcome.rewound = meta.number - current.number;
+                current.number
+            }
+        };
+        outcome.block = after;
+        if after >= target {
+            outcome.caught_up = true;
+            return Ok(outcome);
+        }
+        let from = after + 1;
+        let (to, logs) = self.fetch_logs(from, target).await?;
+        let (committed, events) = self.apply_range(from, to, logs, binding).await?;
+        outcome.first_block = from;
+        outcome.block = to;
+        outcome.blocks_committed = committed;
+        outcome.events = events;
+        outcome.caught_up = to >= target;
+        Ok(outcome)
+    }
+
+    /// Steps until the follower reaches the head (less confirmations) as it was when called.
+    ///
+    /// # Errors
+    /// As [`step`](Self::step).
+    pub async fn sync_to_head(&mut self) -> Result<StepOutcome, FollowError> {
+        let mut total = StepOutcome::default();
+        loop {
+            let outcome = self.step().await?;
+            total.block = outcome.block;
+            total.target = outcome.target;
+            total.blocks_committed += outcome.blocks_committed;
+            total.events += outcome.events;
+            total.rewound += outcome.rewound;
+            if outcome.caught_up {
+                total.caught_up = true;
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Steps until `stop` resolves: polls every `poll_interval_ms` once caught up, waits and
+    /// retries after transient errors, returns on any other. `on_step` sees every outcome (for
+    /// progress reports).
+    ///
+    /// # Errors
+    /// The first non-transient [`FollowError`].
+    pub async fn run(
+        &mut self,
+        stop: impl std::future::Future<Output = ()>,
+        mut on_step: impl FnMut(&StepOutcome, &FollowStats),
+    ) -> Result<(), FollowError> {
+        tokio::pin!(stop);
+        let poll = Duration::from_millis(self.config.poll_interval_ms);
+        let mut backoff = Duration::from_millis(self.config.retry.initial_backoff_ms.max(1));
+        loop {
+            let wait = tokio::select! {
+                () = &mut stop => return Ok(()),
+                result = self.step() => match result {
+                    Ok(outcome) => {
+                        on_step(&outcome, &self.stats());
+                        backoff = Duration::from_millis(self.config.retry.initial_backoff_ms.max(1));
+                        if outcome.caught_up { poll } else { Duration::ZERO }
+                    }
+                    Err(e) if e.is_transient() => {
+                        tracing::warn!("follow step failed, will retry: {e}");
+                        let wait = backoff;
+                        backoff = (backoff * 2).min(Duration::from_millis(self.config.retry.max_backoff_ms.max(1)));
+                        wait
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            if !wait.is_zero() {
+                tokio::select! {
+                    () = &mut stop => return Ok(()),
+                    () = tokio::time::sleep(wait) => {}
+                }
+            }
+        }
+    }
+
+    /// Makes sure the last applied block is still on the chain; rewinds to the newest retained
+    /// checkpoint that is when it is not. Returns the block now last applied.
+    async fn reconcile(&mut self, stored: BlockMeta) -> Result<BlockMeta, FollowError> {
+        let Some(hash) = stored.hash else {
+            return Ok(stored);
+        };
+        if self.client.header(stored.number).await?.map(|h| h.0) == Some(hash) {
+            return Ok(stored);
+        }
+        let checkpoints = self.tree.read(|t| t.checkpoints())?;
+        for checkpoint in checkpoints.iter().rev() {
+            let Some(meta) = BlockMeta::decode(&checkpoint.metadata)? else {
+                continue;
+            };
+            let Some(hash) = meta.hash else { continue };
+            if self.client.header(meta.number).await?.map(|h| h.0) == Some(hash) {
+                let id = checkpoint.id;
+                self.tree.write(|t| t.rewind_to(id))?;
+                let depth = stored.number - meta.number;
+                self.stats.reorgs += 1;
+                self.stats.max_reorg_depth = self.stats.max_reorg_depth.max(depth);
+                tracing::warn!(
+                    from_block = stored.number,
+                    from_hash = %hash,
+                    to_block = meta.number,
+                    depth,
+                    "reorg: rewound to the newest common checkpoint"
+                );
+                return Ok(meta);
+            }
+        }
+        Err(FollowError::ReorgTooDeep {
+            stored_block: stored.number,
+            oldest_checkpoint: checkpoints.first().map(|c| c.id),
+        })
+    }
+
+    /// Logs of `from..` up to `target`, over a range that adapts to the node's limits.
+    async fn fetch_logs(&mut self, from: u64, target: u64) -> Result<(u64, Vec<Log>), FollowError> {
+        let ranges = self.config.log_ranges;
+        let topics = self.config.profile.topics();
+        loop {
+            let to = target.min(from.saturating_add(self.range - 1));
+            match self.client.logs(from, to, &topics).await {
+                Ok(logs) => {
+                    if logs.len() < ranges.grow_below_logs {
+                        self.range = (self.range * 2).min(ranges.max.max(1));
+                    }
+                    return Ok((to, logs));
+                }
+                Err(RangeError::TooLarge) if self.range > ranges.min.max(1) => {
+                    self.range = (self.range / 2).max(ranges.min.max(1));
+                    tracing::info!(range = self.range, "eth_getLogs range too large, shrinking");
+                }
+                Err(RangeError::TooLarge) => {
+                    return Err(FollowError::Refused {
+                        method: "eth_getLogs",
+                        message: format!("the node refuses the logs of blocks {from}..={to}"),
+                    })
+                }
+                Err(RangeError::Failed(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Applies the logs of blocks `from..=to`: one commit per block with events, then one for
+    /// `to` when it had none (so the position and its hash advance).
+    async fn apply_range(
+        &mut self,
+        from: u64,
+        to: u64,
+        logs: Vec<Log>,
+        binding: ChainBinding,
+    ) -> Result<(u64, u64), FollowError> {
+        let decode_started = Instant::now();
+        let mut blocks: BTreeMap<u64, Vec<Log>> = BTreeMap::new();
+        for log in logs {
+            let number = log.block_number.ok_or_else(|| FollowError::BadData {
+                block: from,
+                reason: "a log without a block number".into(),
+            })?;
+            if !(from..=to).contains(&number) {
+                return Err(FollowError::BadData {
+                    block: number,
+                    reason: format!("log outside the requested blocks {from}..={to}"),
+                });
+            }
+            if log.address() != binding.contract {
+                return Err(FollowError::BadData {
+                    block: number,
+                    reason: format!("log from {} instead of the contract", log.address()),
+                });
+            }
+            if log.removed {
+                return Err(FollowError::ReorgInProgress { block: number });
+            }
+            blocks.entry(number).or_default().push(log);
+        }
+        for logs in blocks.values_mut() {
+            logs.sort_by_key(|l| (l.transaction_index, l.log_index));
+        }
+        self.stats.decode += decode_started.elapsed();
+        let last_with_events = blocks.keys().next_back().copied();
+        let (mut committed, mut events) = (0, 0);
+        for (number, logs) in blocks {
+            let check = match self.config.root_check {
+                RootCheck::EveryBlock => true,
+                RootCheck::EveryRange => Some(number) == last_with_events,
+            };
+            events += logs.len() as u64;
+            self.apply_block(number, &logs, binding, check).await?;
+            committed += 1;
+        }
+        if last_with_events != Some(to) {
+            let (hash, parent) = self.header_of(to).await?;
+            self.check_parent(to, parent).await?;
+            let meta = BlockMeta {
+                number: to,
+                hash: Some(hash),
+                binding: Some(binding),
+            };
+            self.commit(meta, BlockChanges::new(), None).await?;
+            committed += 1;
+        }
+        Ok((committed, events))
+    }
+
+    async fn header_of(&self, number: u64) -> Result<(B256, B256), FollowError> {
+        self.client
+            .header(number)
+            .await?
+            .ok_or(FollowError::ReorgInProgress { block: number })
+    }
+
+    /// When `number` follows the last applied block, its parent hash must be that block's hash.
+    async fn check_parent(&self, number: u64, parent: B256) -> Result<(), FollowError> {
+        let Some(previous) = self.last_block()? else {
+            return Ok(());
+        };
+        let Some(stored) = previous.hash else {
+            return Ok(());
+        };
+        if previous.number + 1 != number || parent == stored {
+            return Ok(());
+        }
+        // The node moved to another branch (a reorg the next step handles), or its answers
+        // do not chain.
+        if self.client.header(previous.number).await?.map(|h| h.0) != Some(stored) {
+            return Err(FollowError::ReorgInProgress { block: number });
+        }
+        Err(FollowError::BrokenChain {
+            block: number,
+            parent,
+            stored,
+        })
+    }
+
+    /// Decodes one block's logs into leaf changes, resolves erasures against the contract, and
+    /// commits the block (after comparing roots when `check_root`).
+    async fn apply_block(
+        &mut self,
+        number: u64,
+        logs: &[Log],
+        binding: ChainBinding,
+        check_root: bool,
+    ) -> Result<(), FollowError> {
+        let (hash, parent) = self.header_of(number).await?;
+        if logs.iter().any(|l| l.block_hash != Some(hash)) {
+            return Err(FollowError::ReorgInProgress { block: number });
+        }
+        self.check_parent(number, parent).await?;
+        let decode_started = Instant::now();
+        let bad = |reason: String| FollowError::BadData {
+            block: number,
+            reason,
+        };
+        let mut next = self.tree.read(MerkleTree::next_index);
+        let mut changes = BlockChanges::new();
+        let mut written: BTreeMap<u64, Fr> = BTreeMap::new();
+        let mut erased: BTreeSet<u64> = BTreeSet::new();
+        for log in logs {
+            let at = |reason: String| {
+                bad(format!(
+                    "log {} of transaction {}: {reason}",
+                    log.log_index.unwrap_or_default(),
+                    log.transaction_hash.unwrap_or_default()
+                ))
+            };
+            match self.config.profile.decode(log).map_err(at)? {
+                MembershipEvent::Registered { index, leaf } => {
+                    if index > next {
+                        return Err(at(format!(
+                            "registration at index {index} leaves a gap: the next free index is {next}"
+                        )));
+                    }
+                    if index == next {
+                        next += 1;
+                    }
+                    changes.set(index, leaf);
+                    written.insert(index, leaf);
+                    erased.remove(&index);
+                }
+                MembershipEvent::Erased { index } => {
+                    if index >= next {
+                        return Err(at(format!(
+                            "erasure of index {index}, which no member holds (next free index {next})"
+                        )));
+                    }
+                    erased.insert(index);
+                }
+            }
+        }
+        self.stats.decode += decode_started.elapsed();
+        // Lazy or full? The event does not say: the contract's leaf after the block does.
+        let view_at = at_hash(hash);
+        for index in erased {
+            let index32 = u32::try_from(index).map_err(|_| bad(format!("index {index}")))?;
+            let value = match self.client.leaves(index32, index32, view_at).await {
+                Ok(values) if values.len() == 1 => values[0],
+                Ok(values) => return Err(bad(format!(
+                    "getRateCommitmentsInRangeBoundsInclusive({index}, {index}) returned {} values",
+                    values.len()
+                ))),
+                Err(RangeError::Failed(e)) => return Err(e),
+                Err(RangeError::TooLarge) => {
+                    return Err(FollowError::ReorgInProgress { block: number })
+                }
+            };
+            let value = canonical(value, "leaf").map_err(&bad)?;
+            let current = match written.get(&index) {
+                Some(leaf) => *leaf,
+                None => self.tree.read(|t| t.get(index))?,
+            };
+            if value == Fr::from(0u64) {
+                changes.delete(index);
+            } else if value != current {
+                return Err(bad(format!(
+                    "after erasing index {index} the contract holds leaf {}, neither 0 nor the leaf before",
+                    crate::block::fr_hex(&value)
+                )));
+            }
+        }
+        let expected = if check_root {
+            Some(self.client.root(view_at).await?)
+        } else {
+            None
+        };
+        let meta = BlockMeta {
+            number,
+            hash: Some(hash),
+            binding: Some(binding),
+        };
+        self.commit(meta, changes, expected).await?;
+        self.stats.events += logs.len() as u64;
+        tracing::debug!(block = number, %hash, events = logs.len(), "applied block");
+        Ok(())
+    }
+
+    /// Hashes and commits off the async threads.
+    async fn commit(
+        &mut self,
+        meta: BlockMeta,
+        changes: BlockChanges,
+        expected: Option<Fr>,
+    ) -> Result<Fr, FollowError> {
+        let started = Instant::now();
+        let tree = self.tree.clone();
+        let root =
+            tokio::task::spawn_blocking(move || commit_block(&tree, &meta, &changes, expected))
+                .await
+                .map_err(|e| FollowError::Internal(format!("commit task: {e}")))??;
+        self.stats.apply += started.elapsed();
+        self.stats.blocks_committed += 1;
+        Ok(root)
+    }
+
+    /// Fills an empty tree from the contract's leaves at block `pinned`, checks the root, and
+    /// commits it as that block. Returns the members read.
+    async fn state_sync(&mut self, pinned: u64, binding: ChainBinding) -> Result<u64, FollowError> {
+        let (hash, _) = self.header_of(pinned).await?;
+        let at = at_hash(hash);
+        let members = self.client.next_free_index(at).await?;
+        let capacity = 1u64 << self.config.profile.depth;
+        if members > capacity {
+            return Err(FollowError::BadData {
+                block: pinned,
+                reason: format!("nextFreeIndex {members} is past the capacity {capacity}"),
+            });
+        }
+        let mut leaves: Vec<Fr> = Vec::with_capacity(usize::try_from(members).unwrap_or(0));
+        let mut page = u64::from(self.config.state_page.max(1));
+        let mut start = 0u64;
+        while start < members {
+            let end = members.min(start + page) - 1;
+            let (s, e) = (
+                u32::try_from(start).map_err(|_| FollowError::Internal("index".into()))?,
+                u32::try_from(end).map_err(|_| FollowError::Internal("index".into()))?,
+            );
+            match self.client.leaves(s, e, at).await {
+                Ok(values) => {
+                    if values.len() as u64 != end - start + 1 {
+                        return Err(FollowError::BadData {
+                            block: pinned,
+                            reason: format!(
+                                "leaves {start}..={end}: {} values returned",
+                                values.len()
+                            ),
+                        });
+                    }
+                    let decode_started = Instant::now();
+                    for value in values {
+                        leaves.push(canonical(value, "leaf").map_err(|reason| {
+                            FollowError::BadData {
+                                block: pinned,
+                                reason,
+                            }
+                        })?);
+                    }
+                    self.stats.decode += decode_started.elapsed();
+                    start = end + 1;
+                    tracing::debug!(read = start, of = members, "state sync");
+                }
+                Err(RangeError::TooLarge) => {
+                    page = (page / 2).max(1);
+                    tracing::info!(page, "leaf page too large, shrinking");
+                }
+                Err(RangeError::Failed(e)) => return Err(e),
+            }
+        }
+        let expected = self.client.root(at).await?;
+        let mut changes = BlockChanges::new();
+        for (index, leaf) in (0u64..).zip(&leaves) {
+            changes.set(index, *leaf);
+        }
+        let meta = BlockMeta {
+            number: pinned,
+            hash: Some(hash),
+            binding: Some(binding),
+        };
+        self.commit(meta, changes, Some(expected)).await?;
+        tracing::info!(block = pinned, members, "state sync done; following events");
+        Ok(members)
+    }
+}
+
+/// The contract address a database follows, if it was made by a follower.
+///
+/// # Errors
+/// Damaged metadata.
+pub fn followed_contract(tree: &FollowedTree) -> Result<Option<Address>, FollowError> {
+    Ok(last_block(tree)?
+        .and_then(|m| m.binding)
+        .map(|b| b.contract))
+}
+
+/// The contract's root at a block, for callers that check by hand.
+///
+/// # Errors
+/// As [`ChainClient::root`].
+pub async fn contract_root(client: &ChainClient, block: u64) -> Result<Fr, FollowError> {
+    client.root(BlockId::Number(block.into())).await
+}

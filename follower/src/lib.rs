@@ -1,0 +1,43 @@
+//! Follows an RLN membership contract (WakuRlnV2's interface: a zk-kit LazyIMT of Poseidon rate
+//! commitments) on an Ethereum node and mirrors its tree in a Canopy store, block by block.
+//!
+//! - Each block lands with its checkpoint and metadata (number, hash, chain id, contract) in one
+//!   atomic commit ([`commit_block`]), after its root is compared with the contract's `root()`.
+//! - An empty database is filled by *state sync* (the contract's leaves at a pinned block, one
+//!   batch) or by *event replay* from the deployment block ([`SyncMode`]).
+//! - Reorgs: the stored hash of the last block is compared with the node's; on a mismatch the
+//!   tree rewinds to the newest checkpoint still on the chain.
+//! - RPC failures are retried with capped exponential backoff and jitter; data that cannot be
+//!   right is a typed [`FollowError`] and nothing from its block is applied.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use follower::{ChainClient, Follower, FollowerConfig};
+//! use tree_core::Depth;
+//! use tree_sled::{SharedTree, SledConfig, SledMerkleTree};
+//!
+//! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
+//! let tree = SledMerkleTree::open(&SledConfig::new("membership-db"), Depth::new(20)?)?;
+//! let tree = Arc::new(SharedTree::new(tree));
+//! let contract = "0x5FbDB2315678afecb367f032d93F642f64180aa3".parse()?;
+//! let client = ChainClient::new("http://127.0.0.1:8545".parse()?, contract, Default::default())?;
+//! let mut follower = Follower::new(client, FollowerConfig::default(), tree.clone())?;
+//! let outcome = follower.sync_to_head().await?; // state sync, then events up to the head
+//! println!("at block {}, root {:?}", outcome.block, tree.read(|t| tree_core::MerkleTree::root(t)));
+//! # Ok(()) }
+//! ```
+
+pub mod block;
+mod error;
+mod follower;
+pub mod profile;
+pub mod rpc;
+
+pub use block::{commit_block, BlockChanges, BlockMeta, ChainBinding, CommitError};
+pub use error::FollowError;
+pub use follower::{
+    contract_root, followed_contract, FollowStats, FollowedTree, Follower, FollowerConfig,
+    LogRangeConfig, RootCheck, StepOutcome, SyncMode,
+};
+pub use profile::{ContractProfile, LeafRule, MembershipEvent};
+pub use rpc::{ChainClient, RetryConfig, RpcCounters};

@@ -1,0 +1,171 @@
+//! What a membership contract looks like from outside: its events, views and leaf rule.
+
+use alloy::primitives::U256;
+use alloy::rpc::types::Log;
+use alloy::sol;
+use alloy::sol_types::SolEvent;
+use hasher::{fr_from_be_bytes, Fr, Hasher, PoseidonHasher};
+use serde::{Deserialize, Serialize};
+
+sol! {
+    /// WakuRlnV2's events and the views the follower reads (waku-org/waku-rlnv2-contract).
+    interface IMembershipSet {
+        event MembershipRegistered(uint256 idCommitment, uint256 membershipRateLimit, uint32 index);
+        event MembershipErased(uint256 idCommitment, uint32 membershipRateLimit, uint32 index);
+        event MembershipExpired(uint256 idCommitment, uint32 membershipRateLimit, uint32 index);
+        function root() external view returns (uint256);
+        function nextFreeIndex() external view returns (uint32);
+        function deployedBlockNumber() external view returns (uint32);
+        function getRateCommitmentsInRangeBoundsInclusive(uint32 startIndex, uint32 endIndex) external view returns (uint256[] memory);
+        function getMerkleProof(uint40 index) external view returns (uint256[20] memory);
+    }
+}
+
+pub use IMembershipSet::{MembershipErased, MembershipExpired, MembershipRegistered};
+
+/// How the leaf of a registration is derived from its event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LeafRule {
+    /// Current WakuRlnV2: the event carries the rate limit, the leaf is
+    /// `PoseidonT3(idCommitment, rateLimit)`.
+    #[default]
+    PoseidonIdAndRateLimit,
+    /// An earlier revision: the event's second word is the rate commitment itself.
+    RateCommitmentInEvent,
+}
+
+/// A membership contract's interface as the follower reads it. Deployments differ; the root
+/// check against the contract's `root()` tells whether a profile fits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContractProfile {
+    /// Depth of the contract's tree.
+    pub depth: u8,
+    /// How a registration's leaf is computed.
+    pub leaf: LeafRule,
+    /// Whether the contract emits `MembershipErased`/`MembershipExpired` (erasure; lazy or full).
+    pub erasures: bool,
+}
+
+impl Default for ContractProfile {
+    /// Current WakuRlnV2: depth 20, `PoseidonT3(idCommitment, rateLimit)` leaves, erasures.
+    fn default() -> Self {
+        Self {
+            depth: 20,
+            leaf: LeafRule::PoseidonIdAndRateLimit,
+            erasures: true,
+        }
+    }
+}
+
+/// One decoded membership change, in log order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MembershipEvent {
+    /// A registration: `leaf` at `index` (a new index, or one freed by an erasure).
+    Registered {
+        /// The member's index.
+        index: u64,
+        /// The leaf (rate commitment).
+        leaf: Fr,
+    },
+    /// An erasure (or expiry) of the member at `index`: lazy or full, the event does not say.
+    Erased {
+        /// The member's index.
+        index: u64,
+    },
+}
+
+/// Why a log is not a membership event of this profile.
+pub type LogError = String;
+
+impl ContractProfile {
+    /// The event signatures (`topic0`) this profile follows.
+    #[must_use]
+    pub fn topics(&self) -> Vec<alloy::primitives::B256> {
+        let mut topics = vec![MembershipRegistered::SIGNATURE_HASH];
+        if self.erasures {
+            topics.push(MembershipErased::SIGNATURE_HASH);
+            topics.push(MembershipExpired::SIGNATURE_HASH);
+        }
+        topics
+    }
+
+    /// Decodes one log: exact topics and data length, canonical field elements, an index the
+    /// tree can hold.
+    ///
+    /// # Errors
+    /// A description of what is wrong with the log.
+    pub fn decode(&self, log: &Log) -> Result<MembershipEvent, LogError> {
+        let data = log.data();
+        let topic0 = data.topics().first().copied();
+        if data.topics().len() != 1 {
+            return Err(format!(
+                "log has {} topics, membership events have 1",
+                data.topics().len()
+            ));
+        }
+        if data.data.len() != 96 {
+            return Err(format!(
+                "log data is {} bytes, membership events have 96",
+                data.data.len()
+            ));
+        }
+        let capacity = 1u64 << self.depth;
+        let index_ok = |index: u32| -> Result<u64, LogError> {
+            let index = u64::from(index);
+            if index >= capacity {
+                return Err(format!(
+                    "index {index} is past the tree's capacity {capacity}"
+                ));
+            }
+            Ok(index)
+        };
+        match topic0 {
+            Some(t) if t == MembershipRegistered::SIGNATURE_HASH => {
+                let event = MembershipRegistered::decode_log_data_validate(data)
+                    .map_err(|e| format!("MembershipRegistered: {e}"))?;
+                let id = canonical(event.idCommitment, "idCommitment")?;
+                let word = canonical(event.membershipRateLimit, "second word")?;
+                let leaf = match self.leaf {
+                    LeafRule::PoseidonIdAndRateLimit => PoseidonHasher::hash_pair(&id, &word),
+                    LeafRule::RateCommitmentInEvent => word,
+                };
+                Ok(MembershipEvent::Registered {
+                    index: index_ok(event.index)?,
+                    leaf,
+                })
+            }
+            Some(t) if self.erasures && t == MembershipErased::SIGNATURE_HASH => {
+                let event = MembershipErased::decode_log_data_validate(data)
+                    .map_err(|e| format!("MembershipErased: {e}"))?;
+                Ok(MembershipEvent::Erased {
+                    index: index_ok(event.index)?,
+                })
+            }
+            Some(t) if self.erasures && t == MembershipExpired::SIGNATURE_HASH => {
+                let event = MembershipExpired::decode_log_data_validate(data)
+                    .map_err(|e| format!("MembershipExpired: {e}"))?;
+                Ok(MembershipEvent::Erased {
+                    index: index_ok(event.index)?,
+                })
+            }
+            other => Err(format!("unexpected event topic {other:?}")),
+        }
+    }
+}
+
+/// A `uint256` as a field element, refusing values at or above the BN254 scalar modulus.
+///
+/// # Errors
+/// The value is not canonical.
+pub fn canonical(value: U256, what: &str) -> Result<Fr, LogError> {
+    fr_from_be_bytes(&value.to_be_bytes::<32>())
+        .map_err(|_| format!("{what} {value:#x} is not a canonical field element"))
+}
+
+/// A field element as a `uint256`.
+#[must_use]
+pub fn to_u256(value: &Fr) -> U256 {
+    U256::from_be_bytes(hasher::fr_to_be_bytes(value))
+}

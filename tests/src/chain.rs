@@ -1,0 +1,75 @@
+//! Helpers of the chain suites: a follower over a fresh temporary tree, root and proof checks
+//! against the contract.
+
+use std::sync::Arc;
+
+use alloy::eips::BlockId;
+use alloy::primitives::Address;
+use follower::{ChainClient, Follower, FollowerConfig, RetryConfig};
+use hasher::Fr;
+use tree_core::{Depth, MerkleTree};
+use tree_sled::{SharedTree, SledConfig, SledMerkleTree};
+
+/// A follower of `contract` at `url` over a temporary database.
+///
+/// # Panics
+/// When the tree or client cannot be made (a test's setup).
+#[must_use]
+pub fn temp_follower(url: &url::Url, contract: Address, config: FollowerConfig) -> Follower {
+    let tree = SledMerkleTree::open(
+        &SledConfig::temporary(),
+        Depth::new(20).unwrap_or_else(|e| panic!("{e}")),
+    )
+    .unwrap_or_else(|e| panic!("temporary tree: {e}"));
+    let client = ChainClient::new(url.clone(), contract, config.retry)
+        .unwrap_or_else(|e| panic!("client: {e}"));
+    Follower::new(client, config, Arc::new(SharedTree::new(tree)))
+        .unwrap_or_else(|e| panic!("follower: {e}"))
+}
+
+/// Retries that give up quickly: a local node answers at once.
+#[must_use]
+pub fn quick_retry() -> RetryConfig {
+    RetryConfig {
+        initial_backoff_ms: 10,
+        max_backoff_ms: 200,
+        max_attempts: 30,
+        request_timeout_ms: 5_000,
+    }
+}
+
+/// The follower's root.
+#[must_use]
+pub fn root_of(follower: &Follower) -> Fr {
+    follower.tree().read(MerkleTree::root)
+}
+
+/// Compares the proofs of `indices` with the contract's `getMerkleProof` at `block`; returns
+/// how many were compared.
+///
+/// # Panics
+/// On a mismatch or an RPC failure.
+pub async fn check_proofs(follower: &Follower, block: u64, indices: &[u64]) -> u64 {
+    let at = BlockId::Number(block.into());
+    for &index in indices {
+        let ours = follower
+            .tree()
+            .read(|t| t.proof(index))
+            .unwrap_or_else(|e| panic!("proof {index}: {e}"));
+        let theirs = follower
+            .client()
+            .merkle_proof(index, at)
+            .await
+            .unwrap_or_else(|e| panic!("getMerkleProof({index}): {e}"));
+        let theirs: Vec<Fr> = theirs
+            .iter()
+            .map(|w| follower::profile::canonical(*w, "proof").unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        assert_eq!(
+            ours.path_elements(),
+            theirs.as_slice(),
+            "proof of {index} at block {block}"
+        );
+    }
+    indices.len() as u64
+}

@@ -1,0 +1,236 @@
+//! The follower against a real local chain (hardhat's node, started and stopped here) and the
+//! test membership contract built on WakuRlnV2's libraries: the contract's `root()` and
+//! `getMerkleProof` are the oracle.
+
+use alloy::eips::BlockId;
+use chain_harness::workload::{Sent, Workload};
+use chain_harness::LocalChain;
+use follower::{contract_root, FollowError, FollowerConfig, RootCheck, SyncMode};
+use integration_tests::chain::{check_proofs, quick_retry, root_of, temp_follower};
+use integration_tests::report;
+use rand::{Rng, SeedableRng};
+use tree_core::{History, HistoryConfig, MerkleTree};
+
+fn config(sync: SyncMode) -> FollowerConfig {
+    FollowerConfig {
+        sync,
+        retry: quick_retry(),
+        poll_interval_ms: 50,
+        ..FollowerConfig::default()
+    }
+}
+
+fn blocks() -> u64 {
+    std::env::var("CANOPY_CHAIN_BLOCKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300)
+}
+
+/// ≥ 300 blocks of registrations (single and batched), lazy and full erasures, expiries, reuse
+/// and empty blocks. After every block: the replaying follower's root equals `root()`; a
+/// state-synced follower joins half-way and must agree too; every 20 blocks random proofs equal
+/// `getMerkleProof`. At the end a fresh replay over adaptive ranges lands on the same root and
+/// every one of its checkpoints holds the contract's root at that block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn followers_match_the_contract_after_every_block() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let mut replay = temp_follower(chain.url(), contract, config(SyncMode::Replay));
+    let mut state: Option<follower::Follower> = None;
+    let mut workload = Workload::new(15);
+    let mut sent = Sent::default();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let (mut root_checks, mut proofs) = (0u64, 0u64);
+    let total = blocks();
+    for i in 0..total {
+        let block = workload.block(&chain, contract, &mut sent).await.unwrap();
+        let outcome = replay.sync_to_head().await.unwrap();
+        assert_eq!(outcome.block, block);
+        let expected = contract_root(replay.client(), block).await.unwrap();
+        assert_eq!(root_of(&replay), expected, "replay, block {block}");
+        root_checks += 1;
+        if i == total / 2 {
+            let mut joining = temp_follower(chain.url(), contract, config(SyncMode::State));
+            let outcome = joining.sync_to_head().await.unwrap();
+            assert_eq!(outcome.block, block);
+            state = Some(joining);
+        }
+        if let Some(joining) = state.as_mut() {
+            joining.sync_to_head().await.unwrap();
+            assert_eq!(root_of(joining), expected, "state sync, block {block}");
+            root_checks += 1;
+        }
+        if i % 20 == 0 {
+            let members = replay.tree().read(MerkleTree::next_index);
+            if members > 0 {
+                let picks: Vec<u64> = (0..3).map(|_| rng.gen_range(0..members)).collect();
+                proofs += check_proofs(&replay, block, &picks).await;
+                if let Some(joining) = state.as_ref() {
+                    proofs += check_proofs(joining, block, &picks).await;
+                }
+            }
+        }
+    }
+    assert!(sent.registrations > 0 && sent.lazy_erasures > 0 && sent.full_erasures > 0);
+
+    // A fresh replay of everything over adaptive ranges, roots checked per range.
+    let mut fresh_config = config(SyncMode::Replay);
+    fresh_config.root_check = RootCheck::EveryRange;
+    fresh_config.log_ranges.initial = 16;
+    let mut fresh = temp_follower(chain.url(), contract, fresh_config);
+    fresh
+        .tree()
+        .write(|t| {
+            t.set_history_config(HistoryConfig {
+                max_checkpoints: 10_000,
+                root_window: 5,
+            })
+        })
+        .unwrap();
+    fresh.sync_to_head().await.unwrap();
+    assert_eq!(root_of(&fresh), root_of(&replay));
+    let checkpoints = fresh.tree().read(|t| t.checkpoints()).unwrap();
+    for checkpoint in &checkpoints {
+        let theirs = fresh
+            .client()
+            .root(BlockId::Number(checkpoint.id.into()))
+            .await
+            .unwrap();
+        assert_eq!(
+            checkpoint.root, theirs,
+            "fresh replay, block {}",
+            checkpoint.id
+        );
+        root_checks += 1;
+    }
+    let stats = replay.stats();
+    println!(
+        "{total} blocks: {sent:?}; {root_checks} root checks, {proofs} proofs; replay follower {stats:?}"
+    );
+    report::record(
+        "chain",
+        "workload",
+        &[
+            ("blocks", total),
+            ("root_checks", root_checks),
+            ("proofs", proofs),
+            ("registrations", sent.registrations),
+            ("erasures", sent.lazy_erasures + sent.full_erasures),
+            ("mismatches", 0),
+        ],
+        &[],
+    );
+}
+
+/// `evm_snapshot`/`evm_revert` and a different, longer branch: the follower rewinds to the last
+/// common checkpoint and converges; a reorg past its checkpoint window is a typed error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reorgs_rewind_to_the_common_block_and_converge() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let mut follower = temp_follower(chain.url(), contract, config(SyncMode::Replay));
+    let mut shallow = temp_follower(chain.url(), contract, config(SyncMode::Replay));
+    shallow
+        .tree()
+        .write(|t| {
+            t.set_history_config(HistoryConfig {
+                max_checkpoints: 3,
+                root_window: 3,
+            })
+        })
+        .unwrap();
+    let mut workload = Workload::new(3);
+    workload.empty_block = 0.0;
+    let mut sent = Sent::default();
+    for _ in 0..10 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+    }
+    follower.sync_to_head().await.unwrap();
+    shallow.sync_to_head().await.unwrap();
+
+    let mut reorgs = 0u64;
+    for round in 0..3u64 {
+        let fork_point = chain.block_number().await.unwrap();
+        let snapshot = chain.snapshot().await.unwrap();
+        let saved = workload.clone();
+        for _ in 0..4 {
+            workload.block(&chain, contract, &mut sent).await.unwrap();
+        }
+        follower.sync_to_head().await.unwrap();
+        if round == 0 {
+            shallow.sync_to_head().await.unwrap();
+        }
+        let old_branch = follower.last_block().unwrap().unwrap();
+
+        chain.revert(snapshot).await.unwrap();
+        workload = saved;
+        workload.reseed(100 + round);
+        for _ in 0..6 {
+            workload.block(&chain, contract, &mut sent).await.unwrap();
+        }
+        let head = chain.block_number().await.unwrap();
+        let outcome = follower.sync_to_head().await.unwrap();
+        assert_eq!(outcome.block, head);
+        assert!(
+            outcome.rewound >= old_branch.number - fork_point,
+            "round {round}: rewound {} blocks, the branch had {}",
+            outcome.rewound,
+            old_branch.number - fork_point
+        );
+        let expected = contract_root(follower.client(), head).await.unwrap();
+        assert_eq!(root_of(&follower), expected, "round {round}");
+        // Every retained checkpoint is on the new chain.
+        for checkpoint in follower.tree().read(|t| t.checkpoints()).unwrap() {
+            let meta = follower::BlockMeta::decode(&checkpoint.metadata)
+                .unwrap()
+                .unwrap();
+            let (hash, _) = follower
+                .client()
+                .header(meta.number)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(meta.hash, Some(hash), "checkpoint {} is stale", meta.number);
+        }
+        reorgs += 1;
+        // The shallow follower (3 checkpoints) lost the fork point: a typed error, no change.
+        if round == 0 {
+            let before = root_of(&shallow);
+            match shallow.step().await {
+                Err(FollowError::ReorgTooDeep { .. }) => {}
+                other => panic!("expected ReorgTooDeep, got {other:?}"),
+            }
+            assert_eq!(root_of(&shallow), before);
+        }
+    }
+    assert_eq!(follower.stats().reorgs, reorgs);
+    report::record(
+        "chain",
+        "reorgs",
+        &[("reorgs", reorgs), ("deep_reorg_errors", 1)],
+        &[],
+    );
+}
+
+/// A database follows one chain and one contract: another contract is a typed error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_refuses_another_contract() {
+    let chain = LocalChain::start().await.unwrap();
+    let first = chain.deploy_membership(false).await.unwrap();
+    let second = chain.deploy_membership(false).await.unwrap();
+    let follower = temp_follower(chain.url(), first, config(SyncMode::State));
+    let mut follower = follower;
+    follower.sync_to_head().await.unwrap();
+    let tree = follower.tree().clone();
+    let client = follower::ChainClient::new(chain.url().clone(), second, quick_retry()).unwrap();
+    let mut other = follower::Follower::new(client, config(SyncMode::State), tree).unwrap();
+    match other.step().await {
+        Err(FollowError::WrongContract { stored, requested }) => {
+            assert_eq!((stored, requested), (first, second));
+        }
+        other => panic!("expected WrongContract, got {other:?}"),
+    }
+}
