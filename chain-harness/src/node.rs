@@ -351,7 +351,7 @@ impl Drop for LocalChain {
 
 fn decode_hex(text: &str) -> Result<Vec<u8>, HarnessError> {
     let text = text.strip_prefix("0x").unwrap_or(text);
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return Err(HarnessError::Artifact("odd-length hex".into()));
     }
     (0..text.len())

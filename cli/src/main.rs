@@ -6,6 +6,7 @@
 
 mod demo;
 mod events;
+mod follow;
 mod ops;
 mod serve;
 
@@ -116,6 +117,36 @@ enum Command {
         #[arg(long)]
         events: Option<PathBuf>,
     },
+    /// Follows a membership contract (WakuRlnV2's interface) on an Ethereum node: state sync,
+    /// then every block with its checkpoint in one commit, roots checked against `root()`,
+    /// reorgs rewound. Runs until Ctrl-C (or, with `--once`, until caught up).
+    Follow {
+        /// JSON-RPC URL of the node (http or https).
+        #[arg(long)]
+        rpc: String,
+        /// Address of the membership contract.
+        #[arg(long)]
+        contract: String,
+        /// Database directory (created when absent).
+        #[arg(long, default_value = "canopy-db")]
+        db: PathBuf,
+        /// Replay from this block (with `--sync replay`) or pin state sync at it.
+        #[arg(long)]
+        from_block: Option<u64>,
+        /// Stay this many blocks behind the head.
+        #[arg(long, default_value_t = 0)]
+        confirmations: u64,
+        /// How an empty database is filled: `state` (the contract's leaves at one block) or
+        /// `replay` (every event since deployment; needs an archive node).
+        #[arg(long, default_value = "state")]
+        sync: String,
+        /// Serve `/health`, `/root`, `/roots`, `/proof/{index}` here while following.
+        #[arg(long)]
+        serve: Option<std::net::SocketAddr>,
+        /// Stop once caught up with the head.
+        #[arg(long)]
+        once: bool,
+    },
     /// The `min_parallel_nodes` sweep, thread scaling and DashMap comparison (tree-bench's
     /// `tune`; e.g. `canopy tune --quick`, `canopy tune --help`).
     Tune {
@@ -183,6 +214,14 @@ pub struct Output {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Retries, reorgs and progress of `follow` are logged to stderr; RUST_LOG sets the level.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
     let result = match cli.command {
         Command::Demo {
             db,
@@ -201,6 +240,30 @@ fn main() -> ExitCode {
             expect_root,
         } => ops::import(&db, &file, expect_root.as_deref()),
         Command::Serve { db, listen, events } => serve::run(&db, listen, events),
+        Command::Follow {
+            rpc,
+            contract,
+            db,
+            from_block,
+            confirmations,
+            sync,
+            serve,
+            once,
+        } => follow::sync_mode(&sync).and_then(|sync| {
+            follow::run(follow::FollowArgs {
+                rpc: &rpc,
+                contract: &contract,
+                db: &db,
+                config: follower::FollowerConfig {
+                    sync,
+                    from_block,
+                    confirmations,
+                    ..follower::FollowerConfig::default()
+                },
+                serve,
+                once,
+            })
+        }),
         Command::Tune { args } => {
             tree_bench::tune::run_cli(std::iter::once("canopy tune".to_owned()).chain(args))
                 .map(|()| Output {

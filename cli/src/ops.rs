@@ -4,9 +4,10 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::path::Path;
 
+use follower::{commit_block, BlockChanges, BlockMeta, CommitError};
 use hasher::PoseidonHasher;
 use serde_json::json;
-use tree_core::{Depth, History, MerkleTree, Snapshot, TreeError, UpdateBatch};
+use tree_core::{Depth, History, MerkleTree, Snapshot, TreeError};
 use tree_sled::{SledConfig, SledMerkleTree};
 
 use crate::events::{fr_hex, parse_fr, read_blocks_from, Block};
@@ -23,13 +24,15 @@ pub fn open(db: &Path) -> Result<Tree, CliError> {
     Ok(Tree::open_existing(&SledConfig::new(db))?)
 }
 
-/// The last applied block: the metadata every block writes.
+/// The last applied block: the metadata every block writes (a follower's record or an older
+/// database's bare number).
 #[must_use]
 pub fn last_block(tree: &Tree) -> Option<u64> {
     let metadata = tree.metadata().ok()?;
-    <[u8; 8]>::try_from(metadata.as_slice())
+    BlockMeta::decode(&metadata)
         .ok()
-        .map(u64::from_be_bytes)
+        .flatten()
+        .map(|m| m.number)
 }
 
 /// Blocks land with their checkpoint in one batch; a database written otherwise (blocks applied
@@ -45,16 +48,18 @@ pub fn repair_checkpoint(tree: &mut Tree) -> Result<(), CliError> {
 }
 
 /// Applies one block: registrations, removals, the block number as metadata and a checkpoint
-/// named by the block, all in one atomic batch.
+/// named by the block, all in one atomic batch (the batch `follower::commit_block` lands too).
 ///
 /// # Errors
 /// [`CliError::BadEvent`] when the tree refuses the block (nothing is written), storage errors.
 pub fn apply_block(tree: &mut Tree, block: &Block) -> Result<(), CliError> {
-    tree.apply_checkpointed(block_batch(tree.next_index(), block), block.number)
+    let batch = block_changes(tree.next_index(), block).to_batch(&BlockMeta::number(block.number));
+    tree.apply_checkpointed(batch, block.number)
         .map_err(|e| block_error(block, e))
 }
 
-/// [`apply_block`] through a shared handle: readers keep reading while the block hashes.
+/// [`apply_block`] through a shared handle: readers keep reading while the block hashes; the
+/// block and its checkpoint are one commit ([`follower::commit_block`]).
 ///
 /// # Errors
 /// As [`apply_block`].
@@ -63,24 +68,29 @@ pub fn apply_block_shared(
     block: &Block,
 ) -> Result<(), CliError> {
     let next = tree.read(MerkleTree::next_index);
-    tree.apply(block_batch(next, block))
-        .map_err(|e| block_error(block, e))?;
-    tree.write(|t| t.checkpoint(block.number))?;
+    commit_block(
+        tree,
+        &BlockMeta::number(block.number),
+        &block_changes(next, block),
+        None,
+    )
+    .map_err(|e| match e {
+        CommitError::Tree(e) => block_error(block, e),
+        other => CliError::Tree(other.to_string()),
+    })?;
     Ok(())
 }
 
-/// A block as one batch: registrations appended at `next`, removals, the block number as
-/// metadata.
-fn block_batch(next: u64, block: &Block) -> UpdateBatch<PoseidonHasher> {
-    let mut batch = UpdateBatch::new();
-    if !block.register.is_empty() {
-        batch.set_range(next, block.register.iter().copied());
+/// A block of the events file as leaf changes: registrations appended at `next`, then removals.
+fn block_changes(next: u64, block: &Block) -> BlockChanges {
+    let mut changes = BlockChanges::new();
+    for (index, leaf) in (next..).zip(&block.register) {
+        changes.set(index, *leaf);
     }
     for &index in &block.remove {
-        batch.delete(index);
+        changes.delete(index);
     }
-    batch.metadata(block.number.to_be_bytes().to_vec());
-    batch
+    changes
 }
 
 fn block_error(block: &Block, e: tree_sled::SledTreeError) -> CliError {
@@ -91,6 +101,30 @@ fn block_error(block: &Block, e: tree_sled::SledTreeError) -> CliError {
         },
         other => other.into(),
     }
+}
+
+/// Why `index` has no membership proof, in words: past the members, or erased (leaf 0).
+///
+/// # Errors
+/// Storage errors reading the leaf.
+pub fn not_a_member(tree: &Tree, index: u64) -> Result<Option<String>, CliError> {
+    let members = tree.next_index();
+    if index >= members {
+        return Ok(Some(if members == 0 {
+            format!("index {index} is not a member: the set is empty")
+        } else {
+            format!(
+                "index {index} is not a member: the set has {members} members (indices 0 to {})",
+                members - 1
+            )
+        }));
+    }
+    if tree.get(index)? == hasher::Fr::from(0u64) {
+        return Ok(Some(format!(
+            "index {index} is not a member: its membership was erased"
+        )));
+    }
+    Ok(None)
 }
 
 /// Refuses a directory that already holds anything: `init` and `import` create databases.
@@ -193,14 +227,8 @@ pub fn root(db: &Path) -> Result<Output, CliError> {
 /// An index out of range; storage errors.
 pub fn proof(db: &Path, index: u64) -> Result<Output, CliError> {
     let tree = open(db)?;
-    if index >= tree.next_index() {
-        return Err(CliError::Tree(
-            TreeError::IndexOutOfBounds {
-                index,
-                capacity: tree.next_index(),
-            }
-            .to_string(),
-        ));
+    if let Some(reason) = not_a_member(&tree, index)? {
+        return Err(CliError::Tree(reason));
     }
     let proof = tree.proof(index)?;
     let leaf = tree.get(index)?;

@@ -21,10 +21,11 @@ use tree_core::{History, MerkleTree};
 use tree_sled::SharedTree;
 
 use crate::events::{fr_hex, read_blocks_from};
-use crate::ops::{apply_block_shared, last_block, open, repair_checkpoint};
+use crate::ops::{apply_block_shared, last_block, not_a_member, open, repair_checkpoint};
 use crate::{CliError, Output};
 
-type Shared = Arc<SharedTree<PoseidonHasher>>;
+/// The tree the server reads.
+pub type Shared = Arc<SharedTree<PoseidonHasher>>;
 
 fn error(status: StatusCode, message: String) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
@@ -62,11 +63,10 @@ async fn proof(State(tree): State<Shared>, Path(index): Path<String>) -> Respons
     };
     // One read: the root and the proof come from the same state.
     let result = tree.read(|t| {
-        if index >= t.next_index() {
-            return Err((
-                StatusCode::NOT_FOUND,
-                format!("no member {index} (next_index {})", t.next_index()),
-            ));
+        match not_a_member(t, index) {
+            Ok(Some(reason)) => return Err((StatusCode::NOT_FOUND, reason)),
+            Ok(None) => {}
+            Err(e) => return Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
         }
         let leaf = t
             .get(index)
@@ -138,36 +138,54 @@ pub fn run(
             }
         });
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = runtime(db)?;
+    runtime.block_on(serve(listen, shared))
+}
+
+/// The tokio runtime of `serve` and `follow`.
+///
+/// # Errors
+/// The runtime cannot start.
+pub fn runtime(db: &std::path::Path) -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|source| CliError::Io {
             path: db.to_path_buf(),
             source,
-        })?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .map_err(|e| CliError::Usage(format!("cannot listen on {listen}: {e}")))?;
-        let bound = listener
-            .local_addr()
-            .map_err(|e| CliError::Usage(format!("cannot listen on {listen}: {e}")))?;
-        println!("listening on http://{bound}");
-        let _ = std::io::stdout().flush();
-        let app = Router::new()
-            .route("/health", get(health))
-            .route("/root", get(root))
-            .route("/roots", get(roots))
-            .route("/proof/{index}", get(proof))
-            .fallback(not_found)
-            .with_state(shared);
-        axum::serve(listener, app)
-            .await
-            .map_err(|e| CliError::Usage(format!("server stopped: {e}")))?;
-        Ok(Output {
-            text: String::new(),
-            json: json!({"stopped": true}),
         })
+}
+
+/// The HTTP API over `shared`.
+pub fn router(shared: Shared) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/root", get(root))
+        .route("/roots", get(roots))
+        .route("/proof/{index}", get(proof))
+        .fallback(not_found)
+        .with_state(shared)
+}
+
+/// Binds `listen`, prints the address on stdout, serves until the process stops.
+///
+/// # Errors
+/// Binding fails, the server stops.
+pub async fn serve(listen: SocketAddr, shared: Shared) -> Result<Output, CliError> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| CliError::Usage(format!("cannot listen on {listen}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| CliError::Usage(format!("cannot listen on {listen}: {e}")))?;
+    println!("listening on http://{bound}");
+    let _ = std::io::stdout().flush();
+    axum::serve(listener, router(shared))
+        .await
+        .map_err(|e| CliError::Usage(format!("server stopped: {e}")))?;
+    Ok(Output {
+        text: String::new(),
+        json: json!({"stopped": true}),
     })
 }

@@ -186,7 +186,7 @@ fn bad_events_and_bad_databases_are_one_line_errors() {
         &["apply", "--db", db_s, "/nonexistent/events.jsonl"],
         "No such file",
     );
-    fails_with(&["proof", "--db", db_s, "0"], "out of bounds");
+    fails_with(&["proof", "--db", db_s, "0"], "is not a member");
     // A database another process holds is refused at once.
     let held = tree_sled::SledMerkleTree::<PoseidonHasher>::open_existing(
         &tree_sled::SledConfig::new(&db),
@@ -343,7 +343,7 @@ fn serve_answers_while_it_applies_blocks() {
         .contains("not a member index"));
     let (status, body) = http_get(port, "/proof/100000");
     assert_eq!(status, 404);
-    assert!(body["error"].as_str().unwrap().contains("no member"));
+    assert!(body["error"].as_str().unwrap().contains("is not a member"));
     assert_eq!(http_get(port, "/nope").0, 404);
     child.kill().unwrap();
     child.wait().unwrap();

@@ -607,10 +607,12 @@ impl Follower {
             let index32 = u32::try_from(index).map_err(|_| bad(format!("index {index}")))?;
             let value = match self.client.leaves(index32, index32, view_at).await {
                 Ok(values) if values.len() == 1 => values[0],
-                Ok(values) => return Err(bad(format!(
+                Ok(values) => {
+                    return Err(bad(format!(
                     "getRateCommitmentsInRangeBoundsInclusive({index}, {index}) returned {} values",
                     values.len()
-                ))),
+                )))
+                }
                 Err(RangeError::Failed(e)) => return Err(e),
                 Err(RangeError::TooLarge) => {
                     return Err(FollowError::ReorgInProgress { block: number })

@@ -115,6 +115,13 @@ fn main() -> ExitCode {
         ),
         Line::new("bad_input", "bad input", &[], &[], &["total"]),
         Line::new("env", "env", &["checks"], &[], &["checks"]),
+        Line::new(
+            "chain",
+            "chain",
+            &["blocks", "root_checks", "proofs", "reorgs"],
+            &["mismatches"],
+            &["blocks", "root_checks", "reorgs"],
+        ),
     ];
     for Line {
         key,

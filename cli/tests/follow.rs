@@ -1,0 +1,242 @@
+//! `canopy follow` against a real local chain (hardhat's node, started and stopped here):
+//! caught up with `--once`, killed with SIGKILL at random moments while the chain advances and
+//! restarted, and serving proofs with `--serve`; the contract's `root()` and `getMerkleProof`
+//! are the oracle.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::BufRead;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use alloy::eips::BlockId;
+use chain_harness::workload::{Sent, Workload};
+use chain_harness::LocalChain;
+use follower::{BlockMeta, ChainClient, RetryConfig};
+use rand::{Rng, SeedableRng};
+use tree_core::{History, MerkleTree};
+use tree_sled::{SledConfig, SledMerkleTree};
+
+fn follow_once(url: &str, contract: &str, db: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args([
+            "--json",
+            "follow",
+            "--rpc",
+            url,
+            "--contract",
+            contract,
+            "--db",
+            db,
+            "--once",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "canopy follow --once failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn hex(value: &hasher::Fr) -> String {
+    follower::block::fr_hex(value)
+}
+
+fn trials() -> u64 {
+    std::env::var("CANOPY_FOLLOW_KILL_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
+    let chain = Arc::new(LocalChain::start().await.unwrap());
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let url = chain.url().to_string();
+    let contract_s = contract.to_string();
+    let client = ChainClient::new(chain.url().clone(), contract, RetryConfig::default()).unwrap();
+    let mut workload = Workload::new(21);
+    let mut sent = Sent::default();
+    for _ in 0..20 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_s = db.to_str().unwrap().to_owned();
+
+    // Caught up once: the contract's root at the head.
+    let head = chain.block_number().await.unwrap();
+    let first = follow_once(&url, &contract_s, &db_s);
+    assert_eq!(first["block"], head);
+    let root = client.root(BlockId::Number(head.into())).await.unwrap();
+    assert_eq!(first["root"], hex(&root));
+
+    // SIGKILL at random moments while a miner keeps adding blocks.
+    let mining = Arc::new(AtomicBool::new(true));
+    let miner = {
+        let (chain, mining) = (chain.clone(), mining.clone());
+        tokio::spawn(async move {
+            let mut sent = Sent::default();
+            while mining.load(Ordering::Relaxed) {
+                workload.block(&chain, contract, &mut sent).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            sent
+        })
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let mut killed_while_running = 0u64;
+    for trial in 0..trials() {
+        let log = dir.path().join(format!("trial-{trial}.log"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args([
+                "follow",
+                "--rpc",
+                &url,
+                "--contract",
+                &contract_s,
+                "--db",
+                &db_s,
+            ])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(50..900))).await;
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "trial {trial}: follower exited by itself ({status}): {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        killed_while_running += 1;
+    }
+    mining.store(false, Ordering::Relaxed);
+    let sent = miner.await.unwrap();
+
+    // Restarted once more: it continues from the last committed block to the head.
+    let head = chain.block_number().await.unwrap();
+    let last = follow_once(&url, &contract_s, &db_s);
+    assert_eq!(last["block"], head);
+    let root = client.root(BlockId::Number(head.into())).await.unwrap();
+    assert_eq!(last["root"], hex(&root), "root after {} kills", trials());
+
+    // Every retained checkpoint is a block of this chain holding the contract's root then.
+    let tree =
+        SledMerkleTree::<hasher::PoseidonHasher>::open_existing(&SledConfig::new(&db)).unwrap();
+    let checkpoints = tree.checkpoints().unwrap();
+    assert!(checkpoints.windows(2).all(|w| w[0].id < w[1].id));
+    for checkpoint in &checkpoints {
+        let meta = BlockMeta::decode(&checkpoint.metadata).unwrap().unwrap();
+        assert_eq!(meta.number, checkpoint.id);
+        let (hash, _) = client.header(meta.number).await.unwrap().unwrap();
+        assert_eq!(meta.hash, Some(hash));
+        let theirs = client
+            .root(BlockId::Number(meta.number.into()))
+            .await
+            .unwrap();
+        assert_eq!(checkpoint.root, theirs, "checkpoint {}", meta.number);
+    }
+    let members = tree.next_index();
+    drop(tree);
+    println!(
+        "{} kills while following, {} blocks mined meanwhile ({sent:?}), {} checkpoints checked",
+        killed_while_running,
+        sent.txs,
+        checkpoints.len()
+    );
+    integration_tests::report::record(
+        "chain",
+        "kill9",
+        &[
+            ("kill9_trials", killed_while_running),
+            ("mismatches", 0),
+            ("root_checks", checkpoints.len() as u64 + 2),
+        ],
+        &[],
+    );
+
+    // --serve: the HTTP API answers with the contract's root and proofs.
+    let mut server = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args([
+            "follow",
+            "--rpc",
+            &url,
+            "--contract",
+            &contract_s,
+            "--db",
+            &db_s,
+            "--serve",
+            "127.0.0.1:0",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line.trim().rsplit(':').next().unwrap().parse().unwrap();
+    let get = |path: String| async move {
+        let body = reqwest_get(port, &path).await;
+        serde_json::from_str::<serde_json::Value>(&body.1).map(|v| (body.0, v))
+    };
+    let (status, body) = get("/root".into()).await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(body["root"], hex(&root));
+    for index in [0, members / 2, members - 1] {
+        let (status, body) = get(format!("/proof/{index}")).await.unwrap();
+        let theirs = client
+            .merkle_proof(index, BlockId::Number(head.into()))
+            .await
+            .unwrap();
+        if status == 404 {
+            // An erased member: the contract's leaf there is 0.
+            assert!(body["error"].as_str().unwrap().contains("erased"), "{body}");
+            continue;
+        }
+        let ours: Vec<String> = body["path_elements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        let theirs: Vec<String> = theirs.iter().map(|w| format!("{w:#066x}")).collect();
+        assert_eq!(ours, theirs, "proof of {index}");
+    }
+    let (status, body) = get(format!("/proof/{members}")).await.unwrap();
+    assert_eq!(status, 404);
+    assert!(body["error"].as_str().unwrap().contains("is not a member"));
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+/// A plain HTTP/1.1 GET on loopback: (status, body).
+async fn reqwest_get(port: u16, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
