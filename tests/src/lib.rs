@@ -8,6 +8,7 @@ use tree_sled::{MemStore, NodeStore, StoreBatch};
 
 pub mod chain;
 pub mod power_loss;
+pub mod proxy;
 pub mod report;
 pub mod steps;
 

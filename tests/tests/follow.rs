@@ -7,6 +7,7 @@ use chain_harness::workload::{Sent, Workload};
 use chain_harness::LocalChain;
 use follower::{contract_root, FollowError, FollowerConfig, RootCheck, SyncMode};
 use integration_tests::chain::{check_proofs, quick_retry, root_of, temp_follower};
+use integration_tests::proxy::{FaultProxy, Tamper};
 use integration_tests::report;
 use rand::{Rng, SeedableRng};
 use tree_core::{History, HistoryConfig, MerkleTree};
@@ -233,4 +234,114 @@ async fn a_database_refuses_another_contract() {
         }
         other => panic!("expected WrongContract, got {other:?}"),
     }
+}
+
+/// Through a proxy that drops connections, delays, answers 500 and 429 and truncates bodies on
+/// a third of the requests, the follower still converges on the contract's root, and says it
+/// retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rpc_faults_are_retried_and_the_follower_converges() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let upstream = format!(
+        "{}:{}",
+        chain.url().host_str().unwrap(),
+        chain.url().port().unwrap()
+    );
+    let proxy = FaultProxy::start(upstream, 5).await;
+    proxy.mode.lock().fault_rate = 0.3;
+    let mut follower = temp_follower(&proxy.url, contract, config(SyncMode::Replay));
+    let mut workload = Workload::new(8);
+    let mut sent = Sent::default();
+    for round in 0..6 {
+        for _ in 0..10 {
+            workload.block(&chain, contract, &mut sent).await.unwrap();
+        }
+        let head = chain.block_number().await.unwrap();
+        let outcome = follower.sync_to_head().await.unwrap();
+        assert_eq!(outcome.block, head, "round {round}");
+        let direct =
+            follower::ChainClient::new(chain.url().clone(), contract, quick_retry()).unwrap();
+        let expected = contract_root(&direct, head).await.unwrap();
+        assert_eq!(root_of(&follower), expected, "round {round}");
+    }
+    let faults = proxy
+        .counts
+        .faults
+        .load(std::sync::atomic::Ordering::Relaxed);
+    let retries = follower.stats().retries;
+    println!(
+        "{faults} faults injected, {retries} retries, {:?}",
+        follower.stats()
+    );
+    assert!(faults > 20 && retries > 0);
+    report::record(
+        "chain",
+        "rpc_faults",
+        &[
+            ("faults_injected", faults),
+            ("retries", retries),
+            ("mismatches", 0),
+        ],
+        &[],
+    );
+}
+
+/// Logs that cannot be right — an extra topic, a short data field, an index past capacity or
+/// leaving a gap, a non-canonical field element, another emitter — are typed errors, and
+/// nothing from their block is applied; the untouched answer then applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_log_data_is_a_typed_error_and_applies_nothing() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let upstream = format!(
+        "{}:{}",
+        chain.url().host_str().unwrap(),
+        chain.url().port().unwrap()
+    );
+    let proxy = FaultProxy::start(upstream, 1).await;
+    let mut follower = temp_follower(&proxy.url, contract, config(SyncMode::Replay));
+    let mut workload = Workload::new(4);
+    workload.empty_block = 0.0;
+    let mut sent = Sent::default();
+    for _ in 0..3 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+    }
+    follower.sync_to_head().await.unwrap();
+    let mut cases = 0u64;
+    for tamper in [
+        Tamper::ExtraTopic,
+        Tamper::ShortData,
+        Tamper::IndexPastCapacity,
+        Tamper::IndexGap,
+        Tamper::NonCanonical,
+        Tamper::OtherAddress,
+    ] {
+        workload
+            .register_block(&chain, contract, 3, 3, &mut sent)
+            .await
+            .unwrap();
+        let (root, last) = (root_of(&follower), follower.last_block().unwrap());
+        proxy.mode.lock().tamper = Some(tamper);
+        match follower.step().await {
+            Err(FollowError::BadData { reason, .. }) => println!("{tamper:?}: {reason}"),
+            other => panic!("{tamper:?}: expected BadData, got {other:?}"),
+        }
+        assert_eq!(root_of(&follower), root, "{tamper:?} changed the tree");
+        assert_eq!(follower.last_block().unwrap(), last);
+        proxy.mode.lock().tamper = None;
+        let head = chain.block_number().await.unwrap();
+        follower.sync_to_head().await.unwrap();
+        let expected = contract_root(follower.client(), head).await.unwrap();
+        assert_eq!(root_of(&follower), expected);
+        cases += 1;
+    }
+    report::record(
+        "chain",
+        "bad_logs",
+        &[("bad_log_cases", cases), ("mismatches", 0)],
+        &[],
+    );
 }

@@ -1,0 +1,242 @@
+//! A JSON-RPC proxy on loopback between a follower and a node that injects faults (dropped
+//! connections, delays, HTTP 500 and 429, truncated bodies) or tampers with `eth_getLogs`
+//! answers, for the follower's fault and bad-data tests.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How the first log of an `eth_getLogs` answer is damaged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tamper {
+    /// One topic more.
+    ExtraTopic,
+    /// The data one word short.
+    ShortData,
+    /// The index word set to 2^20 (past a depth-20 tree).
+    IndexPastCapacity,
+    /// The index word raised by 5 (a gap).
+    IndexGap,
+    /// The first word set to the BN254 scalar modulus.
+    NonCanonical,
+    /// Another emitting address.
+    OtherAddress,
+}
+
+/// What the proxy does to each request.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mode {
+    /// Probability that a request meets a fault.
+    pub fault_rate: f64,
+    /// Damage to `eth_getLogs` answers.
+    pub tamper: Option<Tamper>,
+}
+
+/// Counts of what the proxy did.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Requests forwarded untouched.
+    pub forwarded: AtomicU64,
+    /// Faults injected.
+    pub faults: AtomicU64,
+    /// Answers tampered with.
+    pub tampered: AtomicU64,
+}
+
+/// A running proxy; stops when dropped.
+pub struct FaultProxy {
+    /// `http://127.0.0.1:port`.
+    pub url: url::Url,
+    /// What it does now.
+    pub mode: Arc<Mutex<Mode>>,
+    /// What it did.
+    pub counts: Arc<Counts>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FaultProxy {
+    /// Starts a proxy to the node at `upstream` (`host:port`).
+    ///
+    /// # Panics
+    /// When it cannot bind loopback (a test's setup).
+    pub async fn start(upstream: String, seed: u64) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let port = listener
+            .local_addr()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .port();
+        let mode = Arc::new(Mutex::new(Mode::default()));
+        let counts = Arc::new(Counts::default());
+        let rng = Arc::new(Mutex::new(StdRng::seed_from_u64(seed)));
+        let task = {
+            let (mode, counts) = (mode.clone(), counts.clone());
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let (mode, counts, rng, upstream) =
+                        (*mode.lock(), counts.clone(), rng.clone(), upstream.clone());
+                    tokio::spawn(async move {
+                        let _ = serve(stream, &upstream, mode, &counts, &rng).await;
+                    });
+                }
+            })
+        };
+        Self {
+            url: format!("http://127.0.0.1:{port}")
+                .parse()
+                .unwrap_or_else(|e| panic!("{e}")),
+            mode,
+            counts,
+            task,
+        }
+    }
+}
+
+async fn read_request(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        if let Some(end) = find(&buf, b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if buf.len() >= end + 4 + length {
+                return Ok(buf[end + 4..end + 4 + length].to_vec());
+            }
+        }
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+async fn forward(upstream: &str, body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut stream = TcpStream::connect(upstream).await?;
+    let head = format!(
+        "POST / HTTP/1.0\r\nHost: {upstream}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body).await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let start = find(&response, b"\r\n\r\n").map_or(0, |i| i + 4);
+    Ok(response[start..].to_vec())
+}
+
+async fn reply(
+    stream: &mut TcpStream,
+    status: &str,
+    body: &[u8],
+    claimed: usize,
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {claimed}\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body).await?;
+    stream.shutdown().await
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    upstream: &str,
+    mode: Mode,
+    counts: &Counts,
+    rng: &Mutex<StdRng>,
+) -> std::io::Result<()> {
+    let request = read_request(&mut stream).await?;
+    let (faulty, kind, delay) = {
+        let mut rng = rng.lock();
+        (
+            rng.gen_bool(mode.fault_rate),
+            rng.gen_range(0..5),
+            rng.gen_range(50..400),
+        )
+    };
+    if faulty {
+        counts.faults.fetch_add(1, Ordering::Relaxed);
+        match kind {
+            0 => return Ok(()), // dropped: closed without an answer
+            1 => tokio::time::sleep(Duration::from_millis(delay)).await,
+            2 => return reply(&mut stream, "500 Internal Server Error", b"oops", 4).await,
+            3 => return reply(&mut stream, "429 Too Many Requests", b"{}", 2).await,
+            _ => {
+                let body = forward(upstream, &request).await?;
+                let half = &body[..body.len() / 2];
+                return reply(&mut stream, "200 OK", half, half.len()).await;
+            }
+        }
+    }
+    let mut body = forward(upstream, &request).await?;
+    if let Some(tamper) = mode.tamper {
+        if let Some(changed) = tamper_logs(&request, &body, tamper) {
+            counts.tampered.fetch_add(1, Ordering::Relaxed);
+            body = changed;
+        }
+    }
+    counts.forwarded.fetch_add(1, Ordering::Relaxed);
+    let len = body.len();
+    reply(&mut stream, "200 OK", &body, len).await
+}
+
+/// The answer with its first log damaged, when `request` is `eth_getLogs` with a log.
+fn tamper_logs(request: &[u8], body: &[u8], tamper: Tamper) -> Option<Vec<u8>> {
+    let request: serde_json::Value = serde_json::from_slice(request).ok()?;
+    if request["method"] != "eth_getLogs" {
+        return None;
+    }
+    let mut answer: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let log = answer["result"].as_array_mut()?.first_mut()?;
+    let data = log["data"].as_str()?.trim_start_matches("0x").to_owned();
+    let word = |i: usize, hex: String| -> String {
+        let mut d = data.clone();
+        d.replace_range(64 * i..64 * (i + 1), &format!("{hex:0>64}"));
+        format!("0x{d}")
+    };
+    match tamper {
+        Tamper::ExtraTopic => {
+            log["topics"]
+                .as_array_mut()?
+                .push(serde_json::json!(format!("0x{}", "11".repeat(32))));
+        }
+        Tamper::ShortData => log["data"] = serde_json::json!(format!("0x{}", &data[..128])),
+        Tamper::IndexPastCapacity => log["data"] = serde_json::json!(word(2, "100000".into())),
+        Tamper::IndexGap => {
+            let index = u64::from_str_radix(&data[128..192], 16).ok()?;
+            log["data"] = serde_json::json!(word(2, format!("{:x}", index + 5)));
+        }
+        Tamper::NonCanonical => {
+            log["data"] = serde_json::json!(word(
+                0,
+                "30644e72e131a029b85045b68181585d2833e84879b9709143e1f593f0000001".into()
+            ));
+        }
+        Tamper::OtherAddress => {
+            log["address"] = serde_json::json!(format!("0x{}", "22".repeat(20)));
+        }
+    }
+    serde_json::to_vec(&answer).ok()
+}
