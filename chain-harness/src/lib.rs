@@ -8,7 +8,8 @@
 //! let chain = chain_harness::LocalChain::start().await?;
 //! let contract = chain.deploy_membership(false).await?;
 //! chain.set_automine(false).await?;
-//! chain.send(contract, chain_harness::calls::register(7u64.into(), 1)).await?;
+//! let id = alloy::primitives::U256::from(7u64);
+//! chain.send(contract, chain_harness::calls::register(id, 1)).await?;
 //! let block = chain.mine().await?;
 //! # Ok(()) }
 //! ```
