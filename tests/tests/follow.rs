@@ -345,3 +345,36 @@ async fn bad_log_data_is_a_typed_error_and_applies_nothing() {
         &[],
     );
 }
+
+/// A deployment whose event carries the rate commitment (an earlier WakuRlnV2 revision): the
+/// matching `ContractProfile` follows it; the default profile computes other leaves, and the
+/// root check refuses the block with a typed error naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_root_check_decides_the_contract_profile() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(true).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let mut workload = Workload::new(2);
+    workload.empty_block = 0.0;
+    let mut sent = Sent::default();
+    for _ in 0..5 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+    }
+    let mut matching = config(SyncMode::Replay);
+    matching.profile.leaf = follower::LeafRule::RateCommitmentInEvent;
+    let mut right = temp_follower(chain.url(), contract, matching);
+    let outcome = right.sync_to_head().await.unwrap();
+    let expected = contract_root(right.client(), outcome.block).await.unwrap();
+    assert_eq!(root_of(&right), expected);
+
+    let mut wrong = temp_follower(chain.url(), contract, config(SyncMode::Replay));
+    match wrong.sync_to_head().await {
+        Err(FollowError::RootMismatch { block, .. }) => assert!(block <= outcome.block),
+        other => panic!("expected RootMismatch, got {other:?}"),
+    }
+    assert_eq!(
+        wrong.tree().read(MerkleTree::next_index),
+        0,
+        "nothing applied"
+    );
+}

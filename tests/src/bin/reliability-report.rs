@@ -118,9 +118,23 @@ fn main() -> ExitCode {
         Line::new(
             "chain",
             "chain",
-            &["blocks", "root_checks", "proofs", "reorgs"],
+            &[
+                "blocks",
+                "root_checks",
+                "proofs",
+                "reorgs",
+                "kill9_trials",
+                "faults_injected",
+                "bad_log_cases",
+            ],
             &["mismatches"],
-            &["blocks", "root_checks", "reorgs"],
+            &[
+                "blocks",
+                "root_checks",
+                "reorgs",
+                "kill9_trials",
+                "bad_log_cases",
+            ],
         ),
     ];
     for Line {
