@@ -1,6 +1,5 @@
 //! `canopy demo`: a membership contract played against an embedded sled tree.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -43,22 +42,6 @@ fn block(number: u64, first: u64, per_block: u64, fork: u64) -> Block {
     }
 }
 
-fn progress(done: u64, total: u64) {
-    if total >= 5 {
-        let width = 30;
-        let filled = usize::try_from(done * width / total).unwrap_or(0);
-        eprint!(
-            "\r  [{}{}] {done}/{total} blocks",
-            "#".repeat(filled),
-            " ".repeat(usize::try_from(width).unwrap_or(30) - filled)
-        );
-        if done == total {
-            eprintln!();
-        }
-        let _ = std::io::stderr().flush();
-    }
-}
-
 /// Runs the demo.
 ///
 /// # Errors
@@ -92,13 +75,17 @@ pub fn run(db: Option<PathBuf>, members: u64, blocks: u64, json: bool) -> Result
     let start_block = last_block(&tree).unwrap_or(0);
     let per_block = members.div_ceil(blocks);
     let started = Instant::now();
+    let bar = if json {
+        indicatif::ProgressBar::hidden()
+    } else {
+        crate::progress::blocks_bar(blocks)
+    };
     for n in 1..=blocks {
         let b = block(start_block + n, tree.next_index(), per_block, 0);
         apply_block(&mut tree, &b)?;
-        if !json {
-            progress(n, blocks);
-        }
+        bar.set_position(n);
     }
+    bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     say(format!(
         "applied {blocks} blocks ({} registrations, {} removals), each one atomic batch + checkpoint, in {secs:.2} s",

@@ -70,15 +70,32 @@ pub fn run(args: FollowArgs<'_>) -> Result<Output, CliError> {
                 }
             });
         }
+        // Long syncs show blocks, members, blocks/s and an ETA on stderr.
+        let bar = crate::progress::blocks_bar(0);
+        let mut base: Option<u64> = None;
+        let mut on_step = |outcome: &follower::StepOutcome, members: u64| {
+            let start = *base.get_or_insert(outcome.first_block.saturating_sub(1));
+            bar.set_length(outcome.target.saturating_sub(start));
+            bar.set_position(outcome.block.saturating_sub(start));
+            bar.set_message(format!("block {}, {members} members", outcome.block));
+        };
         if once {
-            follower.sync_to_head().await.map_err(follow_error)?;
+            loop {
+                let outcome = follower.step().await.map_err(follow_error)?;
+                on_step(&outcome, shared.read(MerkleTree::next_index));
+                if outcome.caught_up {
+                    break;
+                }
+            }
+            bar.finish_and_clear();
         } else {
             let stop = async {
                 let _ = tokio::signal::ctrl_c().await;
             };
             follower
                 .run(stop, |outcome, stats| {
-                    if outcome.blocks_committed > 0 {
+                    on_step(outcome, shared.read(MerkleTree::next_index));
+                    if outcome.blocks_committed > 0 && outcome.caught_up {
                         tracing::info!(
                             block = outcome.block,
                             target = outcome.target,

@@ -8,6 +8,7 @@ mod demo;
 mod events;
 mod follow;
 mod ops;
+mod progress;
 mod serve;
 
 use std::path::PathBuf;
