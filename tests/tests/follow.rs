@@ -378,3 +378,33 @@ async fn the_root_check_decides_the_contract_profile() {
         "nothing applied"
     );
 }
+
+/// `confirmations: K` keeps the follower K blocks behind the head, with the contract's root of
+/// that block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirmations_keep_the_follower_behind_the_head() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let mut workload = Workload::new(11);
+    workload.empty_block = 0.0;
+    let mut sent = Sent::default();
+    for _ in 0..8 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+    }
+    for sync in [SyncMode::Replay, SyncMode::State] {
+        let mut behind = config(sync);
+        behind.confirmations = 3;
+        let mut follower = temp_follower(chain.url(), contract, behind);
+        let head = chain.block_number().await.unwrap();
+        let outcome = follower.sync_to_head().await.unwrap();
+        assert_eq!(outcome.block, head - 3, "{sync:?}");
+        let expected = contract_root(follower.client(), head - 3).await.unwrap();
+        assert_eq!(root_of(&follower), expected, "{sync:?}");
+        assert_ne!(
+            expected,
+            contract_root(follower.client(), head).await.unwrap(),
+            "the last blocks change the root"
+        );
+    }
+}
