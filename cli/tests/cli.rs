@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -288,22 +290,24 @@ fn serve_answers_while_it_applies_blocks() {
     let (text, blocks) = events(30, 10);
     let file = dir.path().join("events.jsonl");
     write(&file, &text);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
-        .args([
-            "serve",
-            "--db",
-            db_s,
-            "--listen",
-            "127.0.0.1:0",
-            "--events",
-            file.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = common::KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args([
+                "serve",
+                "--db",
+                db_s,
+                "--listen",
+                "127.0.0.1:0",
+                "--events",
+                file.to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let mut first = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
+    std::io::BufReader::new(child.0.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
     let port: u16 = first.trim().rsplit(':').next().unwrap().parse().unwrap();
@@ -353,6 +357,6 @@ fn serve_answers_while_it_applies_blocks() {
     assert_eq!(status, 404);
     assert!(body["error"].as_str().unwrap().contains("is not a member"));
     assert_eq!(http_get(port, "/nope").0, 404);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
 }

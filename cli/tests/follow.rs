@@ -4,6 +4,8 @@
 //! are the oracle.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,30 +95,32 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
     let mut killed_while_running = 0u64;
     for trial in 0..trials() {
         let log = dir.path().join(format!("trial-{trial}.log"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
-            .args([
-                "follow",
-                "--rpc",
-                &url,
-                "--contract",
-                &contract_s,
-                "--db",
-                &db_s,
-            ])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap();
+        let mut child = common::KillOnDrop(
+            Command::new(env!("CARGO_BIN_EXE_canopy"))
+                .args([
+                    "follow",
+                    "--rpc",
+                    &url,
+                    "--contract",
+                    &contract_s,
+                    "--db",
+                    &db_s,
+                ])
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap())
+                .spawn()
+                .unwrap(),
+        );
         tokio::time::sleep(Duration::from_millis(rng.gen_range(50..900))).await;
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = child.0.try_wait().unwrap() {
             panic!(
                 "trial {trial}: follower exited by itself ({status}): {}",
                 std::fs::read_to_string(&log).unwrap_or_default()
             );
         }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        child.0.kill().unwrap(); // SIGKILL
+        child.0.wait().unwrap();
         killed_while_running += 1;
     }
     mining.store(false, Ordering::Relaxed);
@@ -165,25 +169,27 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
     );
 
     // --serve: the HTTP API answers with the contract's root and proofs.
-    let mut server = Command::new(env!("CARGO_BIN_EXE_canopy"))
-        .args([
-            "follow",
-            "--rpc",
-            &url,
-            "--contract",
-            &contract_s,
-            "--db",
-            &db_s,
-            "--serve",
-            "127.0.0.1:0",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = common::KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args([
+                "follow",
+                "--rpc",
+                &url,
+                "--contract",
+                &contract_s,
+                "--db",
+                &db_s,
+                "--serve",
+                "127.0.0.1:0",
+            ])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let mut line = String::new();
-    std::io::BufReader::new(server.stdout.take().unwrap())
+    std::io::BufReader::new(server.0.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
     let port: u16 = line.trim().rsplit(':').next().unwrap().parse().unwrap();
@@ -217,8 +223,8 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
     let (status, body) = get(format!("/proof/{members}")).await.unwrap();
     assert_eq!(status, 404);
     assert!(body["error"].as_str().unwrap().contains("is not a member"));
-    server.kill().unwrap();
-    server.wait().unwrap();
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
 }
 
 /// A plain HTTP/1.1 GET on loopback: (status, body).
