@@ -21,6 +21,19 @@ fn config(sync: SyncMode) -> FollowerConfig {
     }
 }
 
+/// A local node with the test contract deployed (`rate_commitment`: the older event revision),
+/// automine off so each test decides what goes into a block.
+async fn chain_with_contract(rate_commitment: bool) -> (LocalChain, alloy::primitives::Address) {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(rate_commitment).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    (chain, contract)
+}
+
+fn host_port(url: &url::Url) -> String {
+    format!("{}:{}", url.host_str().unwrap(), url.port().unwrap())
+}
+
 fn blocks() -> u64 {
     std::env::var("CANOPY_CHAIN_BLOCKS")
         .ok()
@@ -35,9 +48,7 @@ fn blocks() -> u64 {
 /// every one of its checkpoints holds the contract's root at that block.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn followers_match_the_contract_after_every_block() {
-    let chain = LocalChain::start().await.unwrap();
-    let contract = chain.deploy_membership(false).await.unwrap();
-    chain.set_automine(false).await.unwrap();
+    let (chain, contract) = chain_with_contract(false).await;
     let mut replay = temp_follower(chain.url(), contract, config(SyncMode::Replay));
     let mut state: Option<follower::Follower> = None;
     let mut workload = Workload::new(15);
@@ -129,9 +140,7 @@ async fn followers_match_the_contract_after_every_block() {
 /// common checkpoint and converges; a reorg past its checkpoint window is a typed error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reorgs_rewind_to_the_common_block_and_converge() {
-    let chain = LocalChain::start().await.unwrap();
-    let contract = chain.deploy_membership(false).await.unwrap();
-    chain.set_automine(false).await.unwrap();
+    let (chain, contract) = chain_with_contract(false).await;
     let mut follower = temp_follower(chain.url(), contract, config(SyncMode::Replay));
     let mut shallow = temp_follower(chain.url(), contract, config(SyncMode::Replay));
     shallow
@@ -241,15 +250,8 @@ async fn a_database_refuses_another_contract() {
 /// retried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rpc_faults_are_retried_and_the_follower_converges() {
-    let chain = LocalChain::start().await.unwrap();
-    let contract = chain.deploy_membership(false).await.unwrap();
-    chain.set_automine(false).await.unwrap();
-    let upstream = format!(
-        "{}:{}",
-        chain.url().host_str().unwrap(),
-        chain.url().port().unwrap()
-    );
-    let proxy = FaultProxy::start(upstream, 5).await;
+    let (chain, contract) = chain_with_contract(false).await;
+    let proxy = FaultProxy::start(host_port(chain.url()), 5).await;
     proxy.mode.lock().fault_rate = 0.3;
     let mut follower = temp_follower(&proxy.url, contract, config(SyncMode::Replay));
     let mut workload = Workload::new(8);
@@ -293,15 +295,8 @@ async fn rpc_faults_are_retried_and_the_follower_converges() {
 /// nothing from their block is applied; the untouched answer then applies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_log_data_is_a_typed_error_and_applies_nothing() {
-    let chain = LocalChain::start().await.unwrap();
-    let contract = chain.deploy_membership(false).await.unwrap();
-    chain.set_automine(false).await.unwrap();
-    let upstream = format!(
-        "{}:{}",
-        chain.url().host_str().unwrap(),
-        chain.url().port().unwrap()
-    );
-    let proxy = FaultProxy::start(upstream, 1).await;
+    let (chain, contract) = chain_with_contract(false).await;
+    let proxy = FaultProxy::start(host_port(chain.url()), 1).await;
     let mut follower = temp_follower(&proxy.url, contract, config(SyncMode::Replay));
     let mut workload = Workload::new(4);
     workload.empty_block = 0.0;
@@ -351,9 +346,7 @@ async fn bad_log_data_is_a_typed_error_and_applies_nothing() {
 /// root check refuses the block with a typed error naming it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_root_check_decides_the_contract_profile() {
-    let chain = LocalChain::start().await.unwrap();
-    let contract = chain.deploy_membership(true).await.unwrap();
-    chain.set_automine(false).await.unwrap();
+    let (chain, contract) = chain_with_contract(true).await;
     let mut workload = Workload::new(2);
     workload.empty_block = 0.0;
     let mut sent = Sent::default();
@@ -383,9 +376,7 @@ async fn the_root_check_decides_the_contract_profile() {
 /// that block.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirmations_keep_the_follower_behind_the_head() {
-    let chain = LocalChain::start().await.unwrap();
-    let contract = chain.deploy_membership(false).await.unwrap();
-    chain.set_automine(false).await.unwrap();
+    let (chain, contract) = chain_with_contract(false).await;
     let mut workload = Workload::new(11);
     workload.empty_block = 0.0;
     let mut sent = Sent::default();
