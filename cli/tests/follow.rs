@@ -73,10 +73,15 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
 
     // Caught up once: the contract's root at the head.
     let head = chain.block_number().await.unwrap();
+    let head_before = head;
     let first = follow_once(&url, &contract_s, &db_s);
     assert_eq!(first["block"], head);
     let root = client.root(BlockId::Number(head.into())).await.unwrap();
     assert_eq!(first["root"], hex(&root));
+    let commits_before =
+        SledMerkleTree::<hasher::PoseidonHasher>::open_existing(&SledConfig::new(&db))
+            .unwrap()
+            .commits();
 
     // SIGKILL at random moments while a miner keeps adding blocks.
     let mining = Arc::new(AtomicBool::new(true));
@@ -149,12 +154,36 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
             .unwrap();
         assert_eq!(checkpoint.root, theirs, "checkpoint {}", meta.number);
     }
+    // No block applied twice, none skipped: the store's commit counter (bumped in the same atomic
+    // batch as each block) grew by exactly the number of blocks that hold the contract's events,
+    // and the newest checkpoints are exactly those blocks.
+    let topics = follower::ContractProfile::default().topics();
+    let logs = client.logs(head_before + 1, head, &topics).await.unwrap();
+    let mut event_blocks: Vec<u64> = logs.iter().filter_map(|l| l.block_number).collect();
+    event_blocks.dedup();
+    assert_eq!(
+        tree.commits() - commits_before,
+        event_blocks.len() as u64,
+        "commits since the first sync vs blocks with events in {}..={head}",
+        head_before + 1
+    );
+    let after: Vec<u64> = checkpoints
+        .iter()
+        .map(|c| c.id)
+        .filter(|&id| id > head_before)
+        .collect();
+    let expected = &event_blocks[event_blocks.len().saturating_sub(after.len())..];
+    assert_eq!(after, expected, "checkpoints are the blocks with events");
+    let window = tree_core::HistoryConfig::default().max_checkpoints;
+    assert_eq!(after.len(), event_blocks.len().min(window));
     let members = tree.next_index();
     drop(tree);
     println!(
-        "{} kills while following, {} blocks mined meanwhile ({sent:?}), {} checkpoints checked",
+        "{} kills while following, {} transactions sent meanwhile ({sent:?}), {} blocks with \
+         events each committed once, {} checkpoints checked",
         killed_while_running,
         sent.txs,
+        event_blocks.len(),
         checkpoints.len()
     );
     integration_tests::report::record(

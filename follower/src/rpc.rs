@@ -98,6 +98,7 @@ fn classify(error: &RpcError<TransportErrorKind>) -> Failure {
 }
 
 /// What a page or range request could not do.
+#[derive(Debug)]
 pub enum RangeError {
     /// Ask for a smaller range.
     TooLarge,

@@ -799,6 +799,13 @@ impl<H: DigestCodec> PreparedApply<H> {
 }
 
 impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
+    /// How many commits the store holds (the `M commits` counter, written in the same batch as
+    /// each commit): one per apply, checkpoint or rewind, so a caller that commits one batch per
+    /// unit of work (a chain block) can prove no unit was committed twice, crash or not.
+    pub fn commits(&self) -> u64 {
+        self.commits
+    }
+
     /// Validates `batch` and computes everything its commit writes — every hash, the store
     /// batch with its undo records, the new root — reading the tree but changing nothing.
     /// [`publish`](Self::publish) then commits it. `apply` is the two in a row; a service calls
