@@ -142,7 +142,7 @@ pub fn run(db: Option<PathBuf>, members: u64, blocks: u64, json: bool) -> Result
         "member {member}: Merkle witness of {} siblings, verified: {merkle_ok}",
         witness.path_elements.len()
     ));
-    let rln = rln_proof(&tree, &witness, &mut say)?;
+    let (rln, verify_request) = rln_proof(&tree, &witness, &mut say)?.unzip();
     Ok(Output {
         text: String::new(),
         json: json!({
@@ -153,19 +153,21 @@ pub fn run(db: Option<PathBuf>, members: u64, blocks: u64, json: bool) -> Result
             "reopen_ms": reopen_ms,
             "merkle_witness_verified": merkle_ok,
             "rln_proof_verified": rln,
+            // The proof as `POST /verify` of `canopy serve --db <this db>` takes it.
+            "verify_request": verify_request,
             "log": log,
         }),
     })
 }
 
 /// A real RLN proof through zerokit's prover, checked by our verifying-key-only verifier
-/// against the tree's root window.
+/// against the tree's root window; returns the verdict and the proof as a `POST /verify` body.
 #[cfg(feature = "rln")]
 fn rln_proof(
     tree: &Tree,
     witness: &RlnWitness,
     say: &mut impl FnMut(String),
-) -> Result<Option<bool>, CliError> {
+) -> Result<Option<(bool, serde_json::Value)>, CliError> {
     use rln_glue::verifier::RlnVerifier;
     let prover = rln::prelude::RLNBuilder::stateless().build();
     let zk = witness
@@ -189,7 +191,15 @@ fn rln_proof(
             Err(e) => format!("refused ({e})"),
         }
     ));
-    Ok(Some(verdict.is_ok()))
+    let request = json!({
+        "proof": format!("0x{}", rln_glue::verifier::proof_to_bytes(&proof).iter().map(|b| format!("{b:02x}")).collect::<String>()),
+        "y": fr_hex(&values.y),
+        "root": fr_hex(&values.root),
+        "nullifier": fr_hex(&values.nullifier),
+        "x": fr_hex(&values.x),
+        "external_nullifier": fr_hex(&values.external_nullifier),
+    });
+    Ok(Some((verdict.is_ok(), request)))
 }
 
 /// Without the `rln` feature the demo stops at the Merkle witness.
@@ -198,7 +208,7 @@ fn rln_proof(
     _: &Tree,
     _: &RlnWitness,
     say: &mut impl FnMut(String),
-) -> Result<Option<bool>, CliError> {
+) -> Result<Option<(bool, serde_json::Value)>, CliError> {
     say("RLN proof skipped (built without the `rln` feature)".into());
     Ok(None)
 }

@@ -1,145 +1,240 @@
 //! `canopy follow`: mirror a membership contract from an Ethereum node, optionally serving the
-//! HTTP API of `canopy serve` meanwhile.
+//! HTTP API of `canopy serve` meanwhile; stops cleanly on SIGINT/SIGTERM.
 
-use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use follower::{ChainClient, Follower, FollowerConfig, SyncMode};
+use follower::{ChainClient, FollowError, Follower, StepOutcome, SyncMode};
+use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::json;
 use tree_core::{Depth, MerkleTree};
-use tree_sled::{SharedTree, SledConfig};
+use tree_sled::{SharedTree, SledConfig, SledTreeError};
 
+use crate::config::CanopyConfig;
 use crate::events::fr_hex;
 use crate::ops::Tree;
+use crate::serve::AppState;
+use crate::shutdown::Shutdown;
+use crate::status::SyncStatus;
 use crate::{CliError, Output};
 
-/// What `canopy follow` was asked to do.
-pub struct FollowArgs<'a> {
-    /// JSON-RPC URL of the node.
-    pub rpc: &'a str,
-    /// The membership contract.
-    pub contract: &'a str,
-    /// Database directory (created when absent).
-    pub db: &'a Path,
-    /// Follower settings.
-    pub config: FollowerConfig,
-    /// Serve the HTTP API here while following.
-    pub serve: Option<SocketAddr>,
-    /// Stop once caught up with the head (less confirmations).
-    pub once: bool,
-}
-
-fn follow_error(e: follower::FollowError) -> CliError {
+fn follow_error(e: FollowError) -> CliError {
     CliError::Tree(e.to_string())
 }
 
-/// Runs the follower (and the server) until stopped, or until caught up with `once`.
+/// Runs the follower (and the server with `listen`) until a signal, or until caught up with
+/// `once`.
 ///
 /// # Errors
-/// Bad arguments, a database of another chain, contract or depth, a deep reorg, bad chain data.
-pub fn run(args: FollowArgs<'_>) -> Result<Output, CliError> {
-    let url: url::Url = args
+/// Missing or bad settings, a database of another chain, contract or depth, a deep reorg, bad
+/// chain data.
+pub fn run(
+    config: &CanopyConfig,
+    once: bool,
+    metrics: Option<PrometheusHandle>,
+) -> Result<Output, CliError> {
+    let missing = |key: &str, flag: &str| {
+        CliError::Config(format!(
+            "`{key}` is not set: pass {flag}, set CANOPY_{} or `{key}` in the config file",
+            key.to_uppercase()
+        ))
+    };
+    let rpc = config
         .rpc
-        .parse()
-        .map_err(|e| CliError::Usage(format!("--rpc {:?}: {e}", args.rpc)))?;
-    let contract: alloy::primitives::Address = args
+        .as_deref()
+        .ok_or_else(|| missing("rpc", "--rpc"))?;
+    let contract = config
         .contract
+        .as_deref()
+        .ok_or_else(|| missing("contract", "--contract"))?;
+    let url: url::Url = rpc
         .parse()
-        .map_err(|e| CliError::Usage(format!("--contract {:?}: {e}", args.contract)))?;
-    let depth = Depth::new(args.config.profile.depth)
-        .map_err(|e| CliError::Usage(format!("profile depth: {e}")))?;
-    let tree = if args.db.join("db").exists() || args.db.join("conf").exists() {
-        Tree::open_existing(&SledConfig::new(args.db))?
-    } else {
-        Tree::open(&SledConfig::new(args.db), depth)?
+        .map_err(|e| CliError::Config(format!("rpc {rpc:?}: {e}")))?;
+    let contract: alloy::primitives::Address = contract
+        .parse()
+        .map_err(|e| CliError::Config(format!("contract {contract:?}: {e}")))?;
+    let follower_config = config.follower.clone();
+    let depth = Depth::new(follower_config.profile.depth)
+        .map_err(|e| CliError::Config(format!("follower.profile.depth: {e}")))?;
+    let sled = SledConfig::new(&config.db);
+    let tree = match Tree::open_existing(&sled) {
+        Err(SledTreeError::NotATree) => Tree::open(&sled, depth)?,
+        other => other?,
     };
     let shared = Arc::new(SharedTree::new(tree));
-    let client = ChainClient::new(url, contract, args.config.retry).map_err(follow_error)?;
+    let client = ChainClient::new(url, contract, follower_config.retry).map_err(follow_error)?;
     let mut follower =
-        Follower::new(client, args.config.clone(), shared.clone()).map_err(follow_error)?;
-    let runtime = crate::serve::runtime(args.db)?;
-    let once = args.once;
-    let serve = args.serve;
-    runtime.block_on(async move {
-        if let Some(listen) = serve {
-            let shared = shared.clone();
+        Follower::new(client, follower_config, shared.clone()).map_err(follow_error)?;
+    let status = Arc::new(SyncStatus::following());
+    let runtime = crate::serve::runtime(&config.db)?;
+    let summary_every = Duration::from_secs(config.log.summary_interval_secs.max(1));
+    let human_progress = config.log.format == crate::config::LogFormat::Text;
+    let result = runtime.block_on(async {
+        let shutdown = Shutdown::install(Duration::from_millis(config.server.shutdown_timeout_ms))
+            .map_err(|e| CliError::Usage(format!("signal handlers: {e}")))?;
+        if let Some(listen) = config.listen {
+            let app = AppState::new(
+                shared.clone(),
+                status.clone(),
+                config.server.clone(),
+                metrics,
+                config.db.clone(),
+            );
+            let shutdown = shutdown.clone();
             tokio::spawn(async move {
-                if let Err(e) = crate::serve::serve(listen, shared).await {
-                    eprintln!("error: {e}");
+                if let Err(e) = crate::serve::serve(listen, app, shutdown).await {
+                    tracing::error!("server: {e}");
                 }
             });
         }
-        // Long syncs show blocks, members, blocks/s and an ETA on stderr.
-        let bar = crate::progress::blocks_bar(0);
-        let mut base: Option<u64> = None;
-        let mut on_step = |outcome: &follower::StepOutcome, members: u64| {
-            let start = *base.get_or_insert(outcome.first_block.saturating_sub(1));
-            bar.set_length(outcome.target.saturating_sub(start));
-            bar.set_position(outcome.block.saturating_sub(start));
-            bar.set_message(format!("block {}, {members} members", outcome.block));
+        let mut report = Report::new(human_progress, summary_every);
+        let mut on_step = |step: Result<&StepOutcome, &FollowError>| match step {
+            Ok(outcome) => {
+                status.stepped(outcome);
+                report.step(outcome, shared.read(MerkleTree::next_index));
+            }
+            Err(e) => status.failed(&e.to_string()),
         };
-        if once {
+        let outcome = if once {
+            let stop = shutdown.clone();
             loop {
-                let outcome = follower.step().await.map_err(follow_error)?;
-                on_step(&outcome, shared.read(MerkleTree::next_index));
-                if outcome.caught_up {
-                    break;
+                if stop.is_asked() {
+                    break Ok(());
+                }
+                let step = tokio::select! {
+                    step = follower.step() => step,
+                    () = stop.clone().wait() => break Ok(()),
+                };
+                match step {
+                    Ok(outcome) => {
+                        on_step(Ok(&outcome));
+                        if outcome.caught_up {
+                            break Ok(());
+                        }
+                    }
+                    Err(e) => break Err(e),
                 }
             }
-            bar.finish_and_clear();
         } else {
-            let stop = async {
-                let _ = tokio::signal::ctrl_c().await;
-            };
             follower
-                .run(stop, |outcome, stats| {
-                    on_step(outcome, shared.read(MerkleTree::next_index));
-                    if outcome.blocks_committed > 0 && outcome.caught_up {
-                        tracing::info!(
-                            block = outcome.block,
-                            target = outcome.target,
-                            behind = outcome.target.saturating_sub(outcome.block),
-                            members = shared.read(MerkleTree::next_index),
-                            blocks = stats.blocks_committed,
-                            events = stats.events,
-                            "synced"
-                        );
-                    }
-                })
+                .run(shutdown.clone().wait(), |step, _| on_step(step))
                 .await
-                .map_err(follow_error)?;
-        }
-        let last = follower.last_block().map_err(follow_error)?;
-        let stats = follower.stats();
-        shared
-            .read(|t| t.flush())
-            .map_err(|e| CliError::Tree(e.to_string()))?;
-        let root = shared.read(MerkleTree::root);
-        let members = shared.read(MerkleTree::next_index);
-        Ok(Output {
-            text: format!(
-                "block {}, {members} members, root {}; {} blocks committed, {} events, {} reorgs, {} RPC requests ({} retried)",
-                last.map_or(0, |m| m.number),
-                fr_hex(&root),
-                stats.blocks_committed,
-                stats.events,
-                stats.reorgs,
-                stats.requests,
-                stats.retries
-            ),
-            json: json!({
-                "block": last.map(|m| m.number),
-                "next_index": members,
-                "root": fr_hex(&root),
-                "blocks_committed": stats.blocks_committed,
-                "events": stats.events,
-                "reorgs": stats.reorgs,
-                "rpc_requests": stats.requests,
-                "rpc_retries": stats.retries,
-            }),
+        };
+        status.stopping();
+        report.finish();
+        outcome.map_err(|e| {
+            tracing::error!(fatal = true, "follow stopped: {e}");
+            follow_error(e)
         })
+    });
+    // Whatever stopped the loop, what was committed is made durable before exiting.
+    let flushed = shared.read(|t| t.flush()).map_err(CliError::from);
+    result?;
+    flushed?;
+    let last = follower.last_block().map_err(follow_error)?;
+    let stats = follower.stats();
+    let root = shared.read(MerkleTree::root);
+    let members = shared.read(MerkleTree::next_index);
+    tracing::info!(
+        block = last.map(|m| m.number),
+        members,
+        blocks = stats.blocks_committed,
+        "stopped"
+    );
+    Ok(Output {
+        text: format!(
+            "block {}, {members} members, root {}; {} blocks committed, {} events, {} reorgs, {} RPC requests ({} retried)",
+            last.map_or(0, |m| m.number),
+            fr_hex(&root),
+            stats.blocks_committed,
+            stats.events,
+            stats.reorgs,
+            stats.requests,
+            stats.retries
+        ),
+        json: json!({
+            "block": last.map(|m| m.number),
+            "next_index": members,
+            "root": fr_hex(&root),
+            "blocks_committed": stats.blocks_committed,
+            "events": stats.events,
+            "reorgs": stats.reorgs,
+            "rpc_requests": stats.requests,
+            "rpc_retries": stats.retries,
+        }),
     })
+}
+
+/// Progress of a follow: an indicatif bar for people on a terminal, and an info-level summary
+/// line every interval (blocks, members, rate) for the logs.
+struct Report {
+    bar: indicatif::ProgressBar,
+    base: Option<u64>,
+    every: Duration,
+    last: Instant,
+    blocks_since: u64,
+    events_since: u64,
+    was_caught_up: bool,
+}
+
+impl Report {
+    fn new(human: bool, every: Duration) -> Self {
+        Self {
+            bar: if human {
+                crate::progress::blocks_bar(0)
+            } else {
+                indicatif::ProgressBar::hidden()
+            },
+            base: None,
+            every,
+            last: Instant::now(),
+            blocks_since: 0,
+            events_since: 0,
+            was_caught_up: false,
+        }
+    }
+
+    fn step(&mut self, outcome: &StepOutcome, members: u64) {
+        let start = *self
+            .base
+            .get_or_insert(outcome.first_block.saturating_sub(1));
+        self.bar.set_length(outcome.target.saturating_sub(start));
+        self.bar.set_position(outcome.block.saturating_sub(start));
+        self.bar
+            .set_message(format!("block {}, {members} members", outcome.block));
+        self.blocks_since += outcome.blocks_committed;
+        self.events_since += outcome.events;
+        let caught_up_now = outcome.caught_up && !self.was_caught_up;
+        self.was_caught_up = outcome.caught_up;
+        let elapsed = self.last.elapsed();
+        if caught_up_now || (elapsed >= self.every && self.blocks_since > 0) {
+            tracing::info!(
+                block = outcome.block,
+                head = outcome.head,
+                behind = outcome.target.saturating_sub(outcome.block),
+                members,
+                blocks = self.blocks_since,
+                events = self.events_since,
+                blocks_per_s = format!(
+                    "{:.1}",
+                    self.blocks_since as f64 / elapsed.as_secs_f64().max(1e-3)
+                ),
+                "{}",
+                if outcome.caught_up {
+                    "synced"
+                } else {
+                    "syncing"
+                }
+            );
+            self.last = Instant::now();
+            self.blocks_since = 0;
+            self.events_since = 0;
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
 }
 
 /// The sync mode named on the command line.

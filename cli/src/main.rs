@@ -4,17 +4,25 @@
 //! `rewind`, `export`, `import` and `check` are the operator's tools. Human-readable output by
 //! default, `--json` for machines; errors are one line on stderr and a non-zero exit code.
 
+mod config;
 mod demo;
 mod events;
 mod follow;
 mod ops;
 mod progress;
 mod serve;
+mod shutdown;
+mod status;
+mod telemetry;
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use serde::Serialize;
+
+use crate::config::{CanopyConfig, LogFormat};
 
 /// The command line.
 #[derive(Parser, Debug)]
@@ -27,6 +35,9 @@ struct Cli {
     /// Print results as one JSON object.
     #[arg(long, global = true)]
     json: bool,
+    /// Log line format on stderr (`text` or `json`); also `log.format` in the config file.
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormat>,
     #[command(subcommand)]
     command: Command,
 }
@@ -106,47 +117,66 @@ enum Command {
         #[arg(long)]
         expect_root: Option<String>,
     },
-    /// Serves the tree over HTTP (loopback by default) while applying blocks from `--events`.
+    /// Serves the tree over HTTP (loopback by default) while applying blocks from `--events`;
+    /// stops cleanly on SIGINT/SIGTERM.
     Serve {
-        /// Database directory.
+        /// Database directory (default `canopy-db`).
         #[arg(long)]
-        db: PathBuf,
-        /// Address to listen on.
-        #[arg(long, default_value = "127.0.0.1:8645")]
-        listen: std::net::SocketAddr,
+        db: Option<PathBuf>,
+        /// Address to listen on (default 127.0.0.1:8645).
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
         /// Events to apply while serving (`-` for stdin).
         #[arg(long)]
         events: Option<PathBuf>,
+        /// A TOML config file (see `canopy config --print-default`).
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Follows a membership contract (WakuRlnV2's interface) on an Ethereum node: state sync,
     /// then every block with its checkpoint in one commit, roots checked against `root()`,
-    /// reorgs rewound. Runs until Ctrl-C (or, with `--once`, until caught up).
+    /// reorgs rewound. Runs until SIGINT/SIGTERM (or, with `--once`, until caught up). Every
+    /// flag can also come from `--config FILE` or a `CANOPY_*` variable.
     Follow {
         /// JSON-RPC URL of the node (http or https).
         #[arg(long)]
-        rpc: String,
+        rpc: Option<String>,
         /// Address of the membership contract.
         #[arg(long)]
-        contract: String,
-        /// Database directory (created when absent).
-        #[arg(long, default_value = "canopy-db")]
-        db: PathBuf,
+        contract: Option<String>,
+        /// Database directory, created when absent (default `canopy-db`).
+        #[arg(long)]
+        db: Option<PathBuf>,
         /// Replay from this block (with `--sync replay`) or pin state sync at it.
         #[arg(long)]
         from_block: Option<u64>,
-        /// Stay this many blocks behind the head.
-        #[arg(long, default_value_t = 0)]
-        confirmations: u64,
+        /// Stay this many blocks behind the head (default 0).
+        #[arg(long)]
+        confirmations: Option<u64>,
         /// How an empty database is filled: `state` (the contract's leaves at one block) or
         /// `replay` (every event since deployment; needs an archive node).
-        #[arg(long, default_value = "state")]
-        sync: String,
-        /// Serve `/health`, `/root`, `/roots`, `/proof/{index}` here while following.
+        #[arg(long, value_parser = follow::sync_mode)]
+        sync: Option<follower::SyncMode>,
+        /// Serve the HTTP API (`/health`, `/ready`, `/metrics`, `/root`, `/roots`,
+        /// `/proof/{index}`, `/verify`) here while following.
         #[arg(long)]
         serve: Option<std::net::SocketAddr>,
         /// Stop once caught up with the head.
         #[arg(long)]
         once: bool,
+        /// A TOML config file (see `canopy config --print-default`).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Shows the configuration `follow` and `serve` would run with (defaults, then `--config`,
+    /// then `CANOPY_*` variables), or the commented default file.
+    Config {
+        /// Print the commented default configuration file.
+        #[arg(long)]
+        print_default: bool,
+        /// A TOML config file to check and merge.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// The `min_parallel_nodes` sweep, thread scaling and DashMap comparison (tree-bench's
     /// `tune`; e.g. `canopy tune --quick`, `canopy tune --help`).
@@ -180,6 +210,9 @@ pub enum CliError {
     /// A bad argument value.
     #[error("{0}")]
     Usage(String),
+    /// A bad or missing setting (from a flag, the config file or the environment).
+    #[error("config: {0}")]
+    Config(String),
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {
@@ -213,34 +246,43 @@ pub struct Output {
     json: serde_json::Value,
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    // Retries, reorgs and progress of `follow` are logged to stderr; RUST_LOG sets the level.
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
-    let result = match cli.command {
-        Command::Demo {
-            db,
-            members,
-            blocks,
-        } => demo::run(db, members, blocks, cli.json),
-        Command::Init { db, depth } => ops::init(&db, depth),
-        Command::Apply { db, events } => ops::apply(&db, &events),
-        Command::Root { db } => ops::root(&db),
-        Command::Proof { db, index } => ops::proof(&db, index),
-        Command::Rewind { db, block } => ops::rewind(&db, block),
-        Command::Export { db, file } => ops::export(&db, &file),
-        Command::Import {
-            db,
-            file,
-            expect_root,
-        } => ops::import(&db, &file, expect_root.as_deref()),
-        Command::Serve { db, listen, events } => serve::run(&db, listen, events),
+/// The flags of `follow` and `serve` as a config layer: only what was given is set.
+#[derive(Debug, Default, Serialize)]
+struct FlagLayer {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rpc: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    contract: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    db: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    listen: Option<std::net::SocketAddr>,
+    log: LogFlags,
+    follower: FollowerFlags,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct LogFlags {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<LogFormat>,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct FollowerFlags {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    from_block: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirmations: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync: Option<follower::SyncMode>,
+}
+
+/// The daemons' configuration and the log format of every command.
+fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, LogFormat), CliError> {
+    let log = LogFlags {
+        format: cli.log_format,
+    };
+    let (file, flags) = match &cli.command {
         Command::Follow {
             rpc,
             contract,
@@ -249,23 +291,116 @@ fn main() -> ExitCode {
             confirmations,
             sync,
             serve,
-            once,
-        } => follow::sync_mode(&sync).and_then(|sync| {
-            follow::run(follow::FollowArgs {
-                rpc: &rpc,
-                contract: &contract,
-                db: &db,
-                config: follower::FollowerConfig {
-                    sync,
-                    from_block,
-                    confirmations,
-                    ..follower::FollowerConfig::default()
+            config,
+            ..
+        } => (
+            config,
+            FlagLayer {
+                rpc: rpc.clone(),
+                contract: contract.clone(),
+                db: db.clone(),
+                listen: *serve,
+                log,
+                follower: FollowerFlags {
+                    from_block: *from_block,
+                    confirmations: *confirmations,
+                    sync: *sync,
                 },
-                serve,
-                once,
-            })
+            },
+        ),
+        Command::Serve {
+            db, listen, config, ..
+        } => (
+            config,
+            FlagLayer {
+                db: db.clone(),
+                listen: *listen,
+                log,
+                ..FlagLayer::default()
+            },
+        ),
+        Command::Config { config, .. } => (
+            config,
+            FlagLayer {
+                log,
+                ..FlagLayer::default()
+            },
+        ),
+        _ => return Ok((None, cli.log_format.unwrap_or_default())),
+    };
+    let config = config::load(file.as_deref(), &flags)?;
+    let format = config.log.format;
+    Ok((Some(config), format))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (config, log_format) = match settings(&cli) {
+        Ok(settings) => settings,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Retries, reorgs and progress are logged to stderr; RUST_LOG sets the level.
+    telemetry::init_logs(log_format);
+    if config.is_some() {
+        for name in config::unknown_env_vars() {
+            tracing::debug!(variable = %name, "not a configuration key: ignored");
+        }
+    }
+    let result = match (cli.command, config) {
+        (
+            Command::Demo {
+                db,
+                members,
+                blocks,
+            },
+            _,
+        ) => demo::run(db, members, blocks, cli.json),
+        (Command::Init { db, depth }, _) => ops::init(&db, depth),
+        (Command::Apply { db, events }, _) => ops::apply(&db, &events),
+        (Command::Root { db }, _) => ops::root(&db),
+        (Command::Proof { db, index }, _) => ops::proof(&db, index),
+        (Command::Rewind { db, block }, _) => ops::rewind(&db, block),
+        (Command::Export { db, file }, _) => ops::export(&db, &file),
+        (
+            Command::Import {
+                db,
+                file,
+                expect_root,
+            },
+            _,
+        ) => ops::import(&db, &file, expect_root.as_deref()),
+        (Command::Serve { events, .. }, Some(config)) => serve::run(&config, events),
+        (Command::Follow { once, .. }, Some(config)) => {
+            // With --serve, /metrics exports the follower's metrics.
+            let metrics = if config.listen.is_some() {
+                match telemetry::init_metrics() {
+                    Ok(handle) => Some(handle),
+                    Err(e) => return fail(&CliError::Usage(e)),
+                }
+            } else {
+                None
+            };
+            follow::run(&config, once, metrics)
+        }
+        (Command::Config { print_default, .. }, Some(config)) => Ok(if print_default {
+            Output {
+                text: config::DEFAULT_TOML.trim_end().to_owned(),
+                json: serde_json::json!({"default": config::DEFAULT_TOML}),
+            }
+        } else {
+            let json = serde_json::to_value(&config).unwrap_or_default();
+            Output {
+                text: serde_json::to_string_pretty(&json).unwrap_or_default(),
+                json,
+            }
         }),
-        Command::Tune { args } => {
+        (Command::Serve { .. } | Command::Follow { .. } | Command::Config { .. }, None) => {
+            Err(CliError::Usage("no configuration".into()))
+        }
+        (Command::Tune { args }, _) => {
             tree_bench::tune::run_cli(std::iter::once("canopy tune".to_owned()).chain(args))
                 .map(|()| Output {
                     text: String::new(),
@@ -273,20 +408,26 @@ fn main() -> ExitCode {
                 })
                 .map_err(|e| CliError::Usage(e.to_string()))
         }
-        Command::Check { db } => ops::check(&db),
+        (Command::Check { db }, _) => ops::check(&db),
     };
     match result {
         Ok(output) => {
-            if cli.json {
-                println!("{}", output.json);
+            // A reader that went away (a closed pipe) is not a failure of the command.
+            let mut stdout = std::io::stdout().lock();
+            let _ = if cli.json {
+                writeln!(stdout, "{}", output.json)
             } else if !output.text.is_empty() {
-                println!("{}", output.text);
-            }
+                writeln!(stdout, "{}", output.text)
+            } else {
+                Ok(())
+            };
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => fail(&e),
     }
+}
+
+fn fail(e: &CliError) -> ExitCode {
+    eprintln!("error: {e}");
+    ExitCode::FAILURE
 }

@@ -1,27 +1,44 @@
 //! `canopy serve`: a small HTTP JSON API for light clients over a shared tree, while the same
 //! process applies new blocks from an events file or stdin.
 //!
-//! `GET /health`, `GET /root`, `GET /roots` (the acceptable window), `GET /proof/{index}` (the
-//! Merkle witness in the RLN field order, hex, plus zerokit's byte encoding: each path element as
-//! 32 bytes little-endian, concatenated). Bad requests get a 4xx with `{"error": ...}`.
+//! `GET /health` (sync status; 503 while behind), `GET /ready`, `GET /metrics` (Prometheus text),
+//! `GET /root`, `GET /roots` (the acceptable window), `GET /proof/{index}` (the Merkle witness in
+//! the RLN field order, hex, plus zerokit's byte encoding: each path element as 32 bytes
+//! little-endian, concatenated), `POST /verify` (an RLN proof against the root window). Bad
+//! requests get a 4xx with `{"error": ...}`; limits (body size, timeout, concurrency, verifier
+//! threads) come from [`ServerConfig`] and answer 413/429/503 when hit.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
-use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::error_handling::HandleErrorLayer;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{MatchedPath, Path, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::routing::{get, post};
+use axum::{BoxError, Json, Router};
 use hasher::{fr_to_le_bytes, PoseidonHasher};
+use metrics_exporter_prometheus::PrometheusHandle;
+use rln_glue::verifier::{proof_from_bytes, RlnVerifier};
+use rln_glue::witness::PublicValues;
+use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+use tower::ServiceBuilder;
 use tree_core::{History, MerkleTree};
 use tree_sled::SharedTree;
 
-use crate::events::{fr_hex, read_blocks_from};
+use crate::config::{CanopyConfig, ServerConfig};
+use crate::events::{fr_hex, parse_fr, read_blocks_from};
 use crate::ops::{apply_block_shared, last_block, not_a_member, open, repair_checkpoint};
+use crate::shutdown::Shutdown;
+use crate::status::SyncStatus;
+use crate::telemetry::{dir_size, DB_SIZE_BYTES, HTTP_REJECTED, HTTP_REQUEST_SECONDS};
 use crate::{CliError, Output};
 
 /// The tree the server reads.
@@ -31,22 +48,216 @@ fn error(status: StatusCode, message: String) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
 }
 
-async fn health(State(tree): State<Shared>) -> Json<Value> {
-    Json(
-        tree.read(
-            |t| json!({"ok": true, "next_index": t.next_index(), "last_block": last_block(t)}),
-        ),
-    )
+/// What every handler reads: the tree, the sync status, the limits, the metrics recorder.
+#[derive(Clone)]
+pub struct AppState {
+    tree: Shared,
+    status: Arc<SyncStatus>,
+    config: Arc<ServerConfig>,
+    metrics: Option<PrometheusHandle>,
+    db: PathBuf,
+    verify: Arc<VerifyPool>,
 }
 
-async fn root(State(tree): State<Shared>) -> Json<Value> {
+impl AppState {
+    /// The state of a server over `tree` stored at `db`.
+    pub fn new(
+        tree: Shared,
+        status: Arc<SyncStatus>,
+        config: ServerConfig,
+        metrics: Option<PrometheusHandle>,
+        db: PathBuf,
+    ) -> Self {
+        let verify = Arc::new(VerifyPool {
+            permits: Arc::new(Semaphore::new(config.max_concurrent_verifications.max(1))),
+            key: config.verifying_key.clone(),
+            verifier: OnceLock::new(),
+        });
+        Self {
+            tree,
+            status,
+            config: Arc::new(config),
+            metrics,
+            db,
+            verify,
+        }
+    }
+}
+
+/// RLN verification off the async threads, a bounded number at once.
+struct VerifyPool {
+    permits: Arc<Semaphore>,
+    key: Option<PathBuf>,
+    verifier: OnceLock<Result<RlnVerifier, String>>,
+}
+
+impl VerifyPool {
+    /// The verifier, loaded on first use: the configured key file, else the key of zerokit's
+    /// depth-20 circuit when built with `rln`.
+    fn verifier(&self) -> Result<&RlnVerifier, String> {
+        self.verifier
+            .get_or_init(|| {
+                let bytes = match &self.key {
+                    Some(path) => std::fs::read(path)
+                        .map_err(|e| format!("verifying key {}: {e}", path.display()))?,
+                    None => default_verifying_key()?,
+                };
+                RlnVerifier::from_bytes(&bytes).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+#[cfg(feature = "rln")]
+fn default_verifying_key() -> Result<Vec<u8>, String> {
+    Ok(rln_glue::zerokit::verifying_key_bytes())
+}
+
+#[cfg(not(feature = "rln"))]
+fn default_verifying_key() -> Result<Vec<u8>, String> {
+    Err("no verifying key: set server.verifying_key (built without `rln`)".into())
+}
+
+async fn health(State(app): State<AppState>) -> Response {
+    let (members, last) = app.tree.read(|t| (t.next_index(), last_block(t)));
+    let health = app.status.health(app.config.max_lag_blocks, members, last);
+    let code = if health.ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(health.body)).into_response()
+}
+
+async fn ready(State(app): State<AppState>) -> Response {
+    let last = app.tree.read(last_block);
+    if app.status.ready(last) {
+        (
+            StatusCode::OK,
+            Json(json!({"ready": true, "last_block": last})),
+        )
+            .into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"ready": false, "last_block": last})),
+        )
+            .into_response()
+    }
+}
+
+async fn metrics_text(State(app): State<AppState>) -> Response {
+    let Some(handle) = &app.metrics else {
+        return error(StatusCode::NOT_FOUND, "metrics are not enabled".into());
+    };
+    #[allow(clippy::cast_precision_loss)]
+    metrics::gauge!(DB_SIZE_BYTES).set(dir_size(&app.db) as f64);
+    #[allow(clippy::cast_precision_loss)]
+    metrics::gauge!(follower::metrics::MEMBERS).set(app.tree.read(MerkleTree::next_index) as f64);
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        handle.render(),
+    )
+        .into_response()
+}
+
+/// `POST /verify`: an RLN proof and its public values (hex), checked against the root window.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerifyRequest {
+    /// The compressed Groth16 proof, 128 bytes, hex.
+    proof: String,
+    y: String,
+    root: String,
+    nullifier: String,
+    x: String,
+    external_nullifier: String,
+}
+
+fn parse_values(req: &VerifyRequest) -> Result<PublicValues, String> {
+    let field = |name: &str, text: &str| parse_fr(text).map_err(|e| format!("{name}: {e}"));
+    Ok(PublicValues {
+        y: field("y", &req.y)?,
+        root: field("root", &req.root)?,
+        nullifier: field("nullifier", &req.nullifier)?,
+        x: field("x", &req.x)?,
+        external_nullifier: field("external_nullifier", &req.external_nullifier)?,
+    })
+}
+
+fn parse_hex_bytes(text: &str) -> Result<Vec<u8>, String> {
+    let digits = text.strip_prefix("0x").unwrap_or(text);
+    if !digits.len().is_multiple_of(2) || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("proof: expected hex bytes".into());
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).map_err(|e| format!("proof: {e}")))
+        .collect()
+}
+
+async fn verify(
+    State(app): State<AppState>,
+    body: Result<Json<VerifyRequest>, JsonRejection>,
+) -> Response {
+    let req = match body {
+        Ok(Json(req)) => req,
+        Err(rejection) => return error(rejection.status(), rejection.body_text()),
+    };
+    let parsed = parse_hex_bytes(&req.proof)
+        .and_then(|bytes| proof_from_bytes(&bytes).map_err(|e| e.to_string()))
+        .and_then(|proof| parse_values(&req).map(|values| (proof, values)));
+    let (proof, values) = match parsed {
+        Ok(parsed) => parsed,
+        Err(message) => return error(StatusCode::BAD_REQUEST, message),
+    };
+    // Pairings take milliseconds of CPU: a bounded number run at once on blocking threads, and
+    // the rest are refused at once, so a flood of /verify cannot starve /proof.
+    let Ok(permit) = app.verify.permits.clone().try_acquire_owned() else {
+        metrics::counter!(HTTP_REJECTED, "reason" => "verify_busy").increment(1);
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, "1")],
+            Json(json!({"error": "verifier busy: retry later"})),
+        )
+            .into_response();
+    };
+    let roots = match app.tree.read(|t| t.roots()) {
+        Ok(roots) => roots,
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    let pool = app.verify.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let verifier = pool.verifier()?;
+        Ok::<_, String>(
+            verifier
+                .verify_message::<std::convert::Infallible>(&proof, &values, &values.x, &roots)
+                .map_err(|e| e.to_string()),
+        )
+    })
+    .await;
+    match result {
+        Ok(Ok(Ok(()))) => Json(json!({"valid": true})).into_response(),
+        Ok(Ok(Err(reason))) => Json(json!({"valid": false, "reason": reason})).into_response(),
+        Ok(Err(message)) => error(StatusCode::SERVICE_UNAVAILABLE, message),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("verifier task: {e}"),
+        ),
+    }
+}
+
+async fn root(State(app): State<AppState>) -> Json<Value> {
+    let tree = &app.tree;
     Json(tree.read(|t| {
         json!({"root": fr_hex(&t.root()), "next_index": t.next_index(), "last_block": last_block(t)})
     }))
 }
 
-async fn roots(State(tree): State<Shared>) -> Response {
-    match tree.read(|t| t.roots()) {
+async fn roots(State(app): State<AppState>) -> Response {
+    match app.tree.read(|t| t.roots()) {
         Ok(roots) => {
             Json(json!({"roots": roots.iter().map(fr_hex).collect::<Vec<_>>()})).into_response()
         }
@@ -54,7 +265,8 @@ async fn roots(State(tree): State<Shared>) -> Response {
     }
 }
 
-async fn proof(State(tree): State<Shared>, Path(index): Path<String>) -> Response {
+async fn proof(State(app): State<AppState>, Path(index): Path<String>) -> Response {
+    let tree = &app.tree;
     let Ok(index) = index.parse::<u64>() else {
         return error(
             StatusCode::BAD_REQUEST,
@@ -101,21 +313,59 @@ async fn proof(State(tree): State<Shared>, Path(index): Path<String>) -> Respons
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "unknown path (try /health, /root, /roots, /proof/{index})".into(),
+        "unknown path (try /health, /ready, /metrics, /root, /roots, /proof/{index}, POST /verify)"
+            .into(),
     )
 }
 
-/// Runs the server until the process is stopped.
+/// Records the latency of every routed request by route and status.
+async fn observe(matched: Option<MatchedPath>, request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let response = next.run(request).await;
+    // `/proof/:index` rather than axum's `/proof/{index}`: braces in label values trip simple
+    // exposition parsers and PromQL regexes alike.
+    let route = matched.map_or_else(
+        || "unmatched".to_owned(),
+        |m| m.as_str().replace('{', ":").replace('}', ""),
+    );
+    metrics::histogram!(
+        HTTP_REQUEST_SECONDS,
+        "route" => route,
+        "status" => response.status().as_u16().to_string()
+    )
+    .record(started.elapsed().as_secs_f64());
+    response
+}
+
+/// What the tower limits answer when they refuse a request.
+async fn refused(error: BoxError) -> Response {
+    if error.is::<tower::load_shed::error::Overloaded>() {
+        metrics::counter!(HTTP_REJECTED, "reason" => "overloaded").increment(1);
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "1")],
+            Json(json!({"error": "server at capacity: retry later"})),
+        )
+            .into_response()
+    } else if error.is::<tower::timeout::error::Elapsed>() {
+        metrics::counter!(HTTP_REJECTED, "reason" => "timeout").increment(1);
+        self::error(StatusCode::SERVICE_UNAVAILABLE, "request timed out".into())
+    } else {
+        self::error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string())
+    }
+}
+
+/// Runs the server until SIGINT/SIGTERM, applying `--events` meanwhile.
 ///
 /// # Errors
 /// Opening the database, binding the address, a bad events stream (logged, the server keeps
 /// serving the last good state).
-pub fn run(
-    db: &std::path::Path,
-    listen: SocketAddr,
-    events: Option<PathBuf>,
-) -> Result<Output, CliError> {
-    let mut tree = open(db)?;
+pub fn run(config: &CanopyConfig, events: Option<PathBuf>) -> Result<Output, CliError> {
+    let db = config.db.clone();
+    let listen = config
+        .listen
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8645)));
+    let mut tree = open(&db)?;
     repair_checkpoint(&mut tree)?;
     let shared: Shared = Arc::new(SharedTree::new(tree));
     if let Some(events) = events {
@@ -133,13 +383,32 @@ pub fn run(
                 Ok(applied)
             })();
             match result {
-                Ok(n) => eprintln!("applied {n} blocks"),
-                Err(e) => eprintln!("error: {e}"),
+                Ok(n) => tracing::info!(blocks = n, "applied the events file"),
+                Err(e) => tracing::error!("events: {e}"),
             }
         });
     }
-    let runtime = runtime(db)?;
-    runtime.block_on(serve(listen, shared))
+    let metrics = crate::telemetry::init_metrics().map_err(CliError::Usage)?;
+    let runtime = runtime(&db)?;
+    let status = Arc::new(SyncStatus::serving());
+    let app = AppState::new(
+        shared.clone(),
+        status,
+        config.server.clone(),
+        Some(metrics),
+        db.clone(),
+    );
+    let server_config = config.server.clone();
+    runtime.block_on(async move {
+        let shutdown = Shutdown::install(Duration::from_millis(server_config.shutdown_timeout_ms))
+            .map_err(|e| CliError::Usage(format!("signal handlers: {e}")))?;
+        serve(listen, app, shutdown).await
+    })?;
+    shared.read(|t| t.flush()).map_err(CliError::from)?;
+    Ok(Output {
+        text: "stopped".into(),
+        json: json!({"stopped": true}),
+    })
 }
 
 /// The tokio runtime of `serve` and `follow`.
@@ -157,31 +426,61 @@ pub fn runtime(db: &std::path::Path) -> Result<tokio::runtime::Runtime, CliError
         })
 }
 
-/// The HTTP API over `shared`.
-pub fn router(shared: Shared) -> Router {
+/// The HTTP API over `app`, with its limits: body size (413), a concurrency limit that sheds
+/// at once (503), a per-request timeout (503); and latency metrics per route.
+pub fn router(app: AppState) -> Router {
+    let config = app.config.clone();
     Router::new()
         .route("/health", get(health))
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics_text))
         .route("/root", get(root))
         .route("/roots", get(roots))
         .route("/proof/{index}", get(proof))
+        .route("/verify", post(verify))
+        .route_layer(axum::middleware::from_fn(observe))
         .fallback(not_found)
-        .with_state(shared)
+        .with_state(app)
+        .layer(
+            ServiceBuilder::new()
+                .layer(HandleErrorLayer::new(refused))
+                .load_shed()
+                .concurrency_limit(config.max_concurrent_requests.max(1))
+                .timeout(Duration::from_millis(config.request_timeout_ms.max(1)))
+                .layer(tower_http::limit::RequestBodyLimitLayer::new(
+                    config.max_body_bytes,
+                )),
+        )
 }
 
-/// Binds `listen`, prints the address on stdout, serves until the process stops.
+/// Binds `listen`, prints the address on stdout, serves until `shutdown`, then drains the
+/// requests in flight.
 ///
 /// # Errors
 /// Binding fails, the server stops.
-pub async fn serve(listen: SocketAddr, shared: Shared) -> Result<Output, CliError> {
+pub async fn serve(
+    listen: SocketAddr,
+    app: AppState,
+    shutdown: Shutdown,
+) -> Result<Output, CliError> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| CliError::Usage(format!("cannot listen on {listen}: {e}")))?;
     let bound = listener
         .local_addr()
         .map_err(|e| CliError::Usage(format!("cannot listen on {listen}: {e}")))?;
-    println!("listening on http://{bound}");
-    let _ = std::io::stdout().flush();
-    axum::serve(listener, router(shared))
+    // The first line on stdout, for whoever started us on port 0.
+    {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "listening on http://{bound}").and_then(|()| stdout.flush());
+    }
+    tracing::info!(%bound, "serving");
+    let status = app.status.clone();
+    axum::serve(listener, router(app))
+        .with_graceful_shutdown(async move {
+            shutdown.wait().await;
+            status.stopping();
+        })
         .await
         .map_err(|e| CliError::Usage(format!("server stopped: {e}")))?;
     Ok(Output {

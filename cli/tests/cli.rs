@@ -259,30 +259,10 @@ fn demo_proves_a_member_with_a_real_rln_proof() {
     fails_with(&["demo", "--blocks", "1"], "--blocks >= 3");
 }
 
-/// One HTTP/1.1 GET over a plain TCP connection: (status, JSON body).
-fn http_get(port: u16, path: &str) -> (u16, serde_json::Value) {
-    use std::io::Read;
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status: u16 = response.split_whitespace().nth(1).unwrap().parse().unwrap();
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
-    (
-        status,
-        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
-    )
-}
-
 /// `canopy serve` answers a real HTTP client on loopback while it applies an events file;
 /// bad requests get 4xx JSON errors.
 #[test]
 fn serve_answers_while_it_applies_blocks() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let db_s = db.to_str().unwrap();
@@ -290,35 +270,27 @@ fn serve_answers_while_it_applies_blocks() {
     let (text, blocks) = events(30, 10);
     let file = dir.path().join("events.jsonl");
     write(&file, &text);
-    let mut child = common::KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_canopy"))
-            .args([
-                "serve",
-                "--db",
-                db_s,
-                "--listen",
-                "127.0.0.1:0",
-                "--events",
-                file.to_str().unwrap(),
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let (mut child, port) = common::spawn_server(
+        &[
+            "serve",
+            "--db",
+            db_s,
+            "--listen",
+            "127.0.0.1:0",
+            "--events",
+            file.to_str().unwrap(),
+        ],
+        &[],
+        &dir.path().join("serve.log"),
     );
-    let mut first = String::new();
-    std::io::BufReader::new(child.0.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let port: u16 = first.trim().rsplit(':').next().unwrap().parse().unwrap();
 
     let mut last = serde_json::Value::Null;
     for _ in 0..300 {
-        let (status, health) = http_get(port, "/health");
+        let (status, health) = common::get_json(port, "/health");
         assert_eq!(status, 200);
         // Every proof served while blocks land is consistent with the root served with it.
         // (Member 0 may be removed by a block: then it is "not a member", in words.)
-        let (status, proof) = http_get(port, "/proof/0");
+        let (status, proof) = common::get_json(port, "/proof/0");
         if status == 200 {
             assert_eq!(proof["path_elements"].as_array().unwrap().len(), 12);
         } else {
@@ -332,31 +304,31 @@ fn serve_answers_while_it_applies_blocks() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(last, 30, "the events were not applied");
-    let (_, root) = http_get(port, "/root");
+    let (_, root) = common::get_json(port, "/root");
     assert_eq!(root["root"], expected_root(12, &blocks));
-    let (_, roots) = http_get(port, "/roots");
+    let (_, roots) = common::get_json(port, "/roots");
     assert_eq!(roots["roots"][0], root["root"]);
     assert_eq!(roots["roots"].as_array().unwrap().len(), 5);
     let kept = (0u64..)
         .find(|i| !blocks.iter().any(|(_, removed)| removed.contains(i)))
         .unwrap();
-    let (status, proof) = http_get(port, &format!("/proof/{kept}"));
+    let (status, proof) = common::get_json(port, &format!("/proof/{kept}"));
     assert_eq!(status, 200);
     assert_eq!(proof["root"], root["root"]);
     assert_eq!(
         proof["zerokit_path_elements_le"].as_str().unwrap().len(),
         12 * 64
     );
-    let (status, body) = http_get(port, "/proof/abc");
+    let (status, body) = common::get_json(port, "/proof/abc");
     assert_eq!(status, 400);
     assert!(body["error"]
         .as_str()
         .unwrap()
         .contains("not a member index"));
-    let (status, body) = http_get(port, "/proof/100000");
+    let (status, body) = common::get_json(port, "/proof/100000");
     assert_eq!(status, 404);
     assert!(body["error"].as_str().unwrap().contains("is not a member"));
-    assert_eq!(http_get(port, "/nope").0, 404);
+    assert_eq!(common::get_json(port, "/nope").0, 404);
     child.0.kill().unwrap();
     child.0.wait().unwrap();
 }

@@ -16,7 +16,7 @@ use tree_sled::SharedTree;
 use crate::block::{commit_block, last_block, BlockChanges, BlockMeta, ChainBinding};
 use crate::profile::{canonical, ContractProfile, MembershipEvent};
 use crate::rpc::{at_hash, ChainClient, RangeError, RetryConfig};
-use crate::FollowError;
+use crate::{metrics, FollowError};
 
 /// The tree a follower writes: shared, so a server can read it meanwhile.
 pub type FollowedTree = SharedTree<PoseidonHasher>;
@@ -119,6 +119,8 @@ pub struct StepOutcome {
     pub first_block: u64,
     /// The last block now applied.
     pub block: u64,
+    /// The newest block the node reported.
+    pub head: u64,
     /// The block the follower is heading for (head less confirmations).
     pub target: u64,
     /// Blocks committed by this step.
@@ -250,10 +252,25 @@ impl Follower {
     /// [`FollowError`]; when [`FollowError::is_transient`], a later step may succeed. Nothing
     /// from a failing block is applied.
     pub async fn step(&mut self) -> Result<StepOutcome, FollowError> {
+        let result = self.step_once().await;
+        match &result {
+            Ok(outcome) => metrics::position(
+                outcome.head,
+                outcome.target,
+                outcome.block,
+                self.tree.read(MerkleTree::next_index),
+            ),
+            Err(e) => metrics::step_error(e.is_transient()),
+        }
+        result
+    }
+
+    async fn step_once(&mut self) -> Result<StepOutcome, FollowError> {
         let binding = self.binding().await?;
         let head = self.client.head().await?;
         let target = head.saturating_sub(self.config.confirmations);
         let mut outcome = StepOutcome {
+            head,
             target,
             ..StepOutcome::default()
         };
@@ -336,6 +353,7 @@ impl Follower {
         loop {
             let outcome = self.step().await?;
             total.block = outcome.block;
+            total.head = outcome.head;
             total.target = outcome.target;
             total.blocks_committed += outcome.blocks_committed;
             total.events += outcome.events;
@@ -348,15 +366,17 @@ impl Follower {
     }
 
     /// Steps until `stop` resolves: polls every `poll_interval_ms` once caught up, waits and
-    /// retries after transient errors, returns on any other. `on_step` sees every outcome (for
-    /// progress reports).
+    /// retries after transient errors, returns on any other. `on_step` sees every outcome and
+    /// every transient error it will retry (for progress reports and health). When `stop`
+    /// resolves mid-step the step is dropped: a block is one atomic commit, so it either landed
+    /// whole or not at all.
     ///
     /// # Errors
     /// The first non-transient [`FollowError`].
     pub async fn run(
         &mut self,
         stop: impl std::future::Future<Output = ()>,
-        mut on_step: impl FnMut(&StepOutcome, &FollowStats),
+        mut on_step: impl FnMut(Result<&StepOutcome, &FollowError>, &FollowStats),
     ) -> Result<(), FollowError> {
         tokio::pin!(stop);
         let poll = Duration::from_millis(self.config.poll_interval_ms);
@@ -366,12 +386,13 @@ impl Follower {
                 () = &mut stop => return Ok(()),
                 result = self.step() => match result {
                     Ok(outcome) => {
-                        on_step(&outcome, &self.stats());
+                        on_step(Ok(&outcome), &self.stats());
                         backoff = Duration::from_millis(self.config.retry.initial_backoff_ms.max(1));
                         if outcome.caught_up { poll } else { Duration::ZERO }
                     }
                     Err(e) if e.is_transient() => {
                         tracing::warn!("follow step failed, will retry: {e}");
+                        on_step(Err(&e), &self.stats());
                         let wait = backoff;
                         backoff = (backoff * 2).min(Duration::from_millis(self.config.retry.max_backoff_ms.max(1)));
                         wait
@@ -409,6 +430,7 @@ impl Follower {
                 let depth = stored.number - meta.number;
                 self.stats.reorgs += 1;
                 self.stats.max_reorg_depth = self.stats.max_reorg_depth.max(depth);
+                metrics::reorg(depth);
                 tracing::warn!(
                     from_block = stored.number,
                     from_hash = %hash,
@@ -509,7 +531,7 @@ impl Follower {
                 hash: Some(hash),
                 binding: Some(binding),
             };
-            self.commit(meta, BlockChanges::new(), None).await?;
+            self.commit(meta, BlockChanges::new(), None, 0).await?;
             committed += 1;
         }
         Ok((committed, events))
@@ -642,7 +664,8 @@ impl Follower {
             hash: Some(hash),
             binding: Some(binding),
         };
-        self.commit(meta, changes, expected).await?;
+        self.commit(meta, changes, expected, logs.len() as u64)
+            .await?;
         self.stats.events += logs.len() as u64;
         tracing::debug!(block = number, %hash, events = logs.len(), "applied block");
         Ok(())
@@ -654,6 +677,7 @@ impl Follower {
         meta: BlockMeta,
         changes: BlockChanges,
         expected: Option<Fr>,
+        events: u64,
     ) -> Result<Fr, FollowError> {
         let started = Instant::now();
         let tree = self.tree.clone();
@@ -663,6 +687,7 @@ impl Follower {
                 .map_err(|e| FollowError::Internal(format!("commit task: {e}")))??;
         self.stats.apply += started.elapsed();
         self.stats.blocks_committed += 1;
+        metrics::committed(events, started.elapsed());
         Ok(root)
     }
 
@@ -729,7 +754,7 @@ impl Follower {
             hash: Some(hash),
             binding: Some(binding),
         };
-        self.commit(meta, changes, Some(expected)).await?;
+        self.commit(meta, changes, Some(expected), members).await?;
         tracing::info!(block = pinned, members, "state sync done; following events");
         Ok(members)
     }

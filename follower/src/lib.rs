@@ -30,6 +30,7 @@
 pub mod block;
 mod error;
 mod follower;
+pub mod metrics;
 pub mod profile;
 pub mod rpc;
 

@@ -18,7 +18,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::profile::{canonical, IMembershipSet};
-use crate::FollowError;
+use crate::{metrics, FollowError};
 
 /// How failed calls are retried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +65,17 @@ enum Failure {
     Refused(String),
     /// `eth_getLogs` asked for too much at once: ask for less.
     TooLarge(String),
+}
+
+impl Failure {
+    /// The `kind` label of the failure in the metrics.
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Transient(_) => "transient",
+            Self::Refused(_) => "refused",
+            Self::TooLarge(_) => "too_large",
+        }
+    }
 }
 
 fn classify(error: &RpcError<TransportErrorKind>) -> Failure {
@@ -162,6 +173,7 @@ impl ChainClient {
         loop {
             attempt += 1;
             self.counters.requests.fetch_add(1, Ordering::Relaxed);
+            metrics::rpc_request(method);
             let started = Instant::now();
             let result = call().await;
             let waited = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
@@ -170,6 +182,7 @@ impl ChainClient {
                 Ok(value) => return Ok(value),
                 Err(e) => classify(&e),
             };
+            metrics::rpc_error(method, failure.kind());
             let Failure::Transient(message) = failure else {
                 return Err(failure);
             };
@@ -179,6 +192,7 @@ impl ChainClient {
                 )));
             }
             self.counters.retries.fetch_add(1, Ordering::Relaxed);
+            metrics::rpc_retry(method);
             let jitter = rand::thread_rng().gen_range(0..=backoff / 2);
             tracing::warn!(
                 method,

@@ -1,0 +1,113 @@
+//! Where the process stands, for `/health` and `/ready`: written by the follow loop after each
+//! step, read by the HTTP handlers. A plain `serve` has no follower and is always in sync with
+//! what it was given.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+/// Shared sync state (lock-free counters; the last error behind a mutex).
+#[derive(Debug, Default)]
+pub struct SyncStatus {
+    following: bool,
+    stepped: AtomicBool,
+    stopping: AtomicBool,
+    head: AtomicU64,
+    target: AtomicU64,
+    applied: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+/// The answer of `/health`: a JSON body (`status`: `synced`, `syncing`, `starting`, `stopping`,
+/// or `serving` without a follower) and whether the replica should take traffic.
+pub struct Health {
+    /// Whether a load balancer should send traffic here (HTTP 200, else 503).
+    pub ok: bool,
+    /// The body.
+    pub body: Value,
+}
+
+impl SyncStatus {
+    /// The status of a follower (health depends on its lag).
+    #[must_use]
+    pub fn following() -> Self {
+        Self {
+            following: true,
+            ..Self::default()
+        }
+    }
+
+    /// The status of a server without a follower.
+    #[must_use]
+    pub fn serving() -> Self {
+        Self::default()
+    }
+
+    /// Records a successful step.
+    pub fn stepped(&self, outcome: &follower::StepOutcome) {
+        self.head.store(outcome.head, Ordering::Relaxed);
+        self.target.store(outcome.target, Ordering::Relaxed);
+        self.applied.store(outcome.block, Ordering::Relaxed);
+        self.stepped.store(true, Ordering::Release);
+        *self.last_error.lock() = None;
+    }
+
+    /// Records a failed step (the loop retries transient ones).
+    pub fn failed(&self, error: &str) {
+        *self.last_error.lock() = Some(error.to_owned());
+    }
+
+    /// Marks the process as stopping: not ready, not healthy.
+    pub fn stopping(&self) {
+        self.stopping.store(true, Ordering::Release);
+    }
+
+    /// `/health`: synced within `max_lag` blocks of the target, or not.
+    #[must_use]
+    pub fn health(&self, max_lag: u64, members: u64, last_block: Option<u64>) -> Health {
+        if !self.following {
+            let stopping = self.stopping.load(Ordering::Acquire);
+            let status = if stopping { "stopping" } else { "serving" };
+            return Health {
+                ok: !stopping,
+                body: json!({"status": status, "next_index": members, "last_block": last_block}),
+            };
+        }
+        let (head, target, applied) = (
+            self.head.load(Ordering::Relaxed),
+            self.target.load(Ordering::Relaxed),
+            self.applied.load(Ordering::Relaxed),
+        );
+        let behind = target.saturating_sub(applied);
+        let status = if self.stopping.load(Ordering::Acquire) {
+            "stopping"
+        } else if !self.stepped.load(Ordering::Acquire) {
+            "starting"
+        } else if behind > max_lag {
+            "syncing"
+        } else {
+            "synced"
+        };
+        Health {
+            ok: status == "synced",
+            body: json!({
+                "status": status,
+                "head_block": head,
+                "target_block": target,
+                "applied_block": applied,
+                "blocks_behind": behind,
+                "max_lag_blocks": max_lag,
+                "next_index": members,
+                "last_error": *self.last_error.lock(),
+            }),
+        }
+    }
+
+    /// `/ready`: the tree holds a state worth serving (a follower has committed a block) and
+    /// the process is not stopping.
+    #[must_use]
+    pub fn ready(&self, last_block: Option<u64>) -> bool {
+        !self.stopping.load(Ordering::Acquire) && (!self.following || last_block.is_some())
+    }
+}

@@ -1,0 +1,74 @@
+//! Logs and metrics of the daemons: `tracing` lines on stderr (text or JSON, level from
+//! `RUST_LOG`, default info) and a Prometheus recorder whose text `/metrics` serves.
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::config::LogFormat;
+
+/// Name of the HTTP latency histogram (by route and status).
+pub const HTTP_REQUEST_SECONDS: &str = "canopy_http_request_seconds";
+/// Name of the counter of requests refused by a limit (by reason).
+pub const HTTP_REJECTED: &str = "canopy_http_rejected_total";
+/// Name of the database size gauge.
+pub const DB_SIZE_BYTES: &str = "canopy_db_size_bytes";
+
+/// Installs the log subscriber on stderr.
+pub fn init_logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Installs the Prometheus recorder (histograms with explicit buckets) and describes every
+/// metric; the handle renders the text format.
+///
+/// # Errors
+/// A recorder is already installed.
+pub fn init_metrics() -> Result<PrometheusHandle, String> {
+    let seconds = [
+        0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+        0.5, 1.0, 2.5, 5.0, 10.0,
+    ];
+    let handle = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &seconds)
+        .and_then(|b| {
+            b.set_buckets_for_metric(
+                Matcher::Full(follower::metrics::REORG_DEPTH.into()),
+                &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0],
+            )
+        })
+        .map_err(|e| e.to_string())?
+        .install_recorder()
+        .map_err(|e| e.to_string())?;
+    follower::metrics::describe();
+    metrics::describe_histogram!(
+        HTTP_REQUEST_SECONDS,
+        metrics::Unit::Seconds,
+        "HTTP request latency by route and status"
+    );
+    metrics::describe_counter!(HTTP_REJECTED, "HTTP requests refused by a limit, by reason");
+    metrics::describe_gauge!(DB_SIZE_BYTES, "Bytes of the database directory on disk");
+    Ok(handle)
+}
+
+/// Bytes of the files under `dir` (the database's footprint on disk).
+#[must_use]
+pub fn dir_size(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|entry| match entry.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&entry.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
