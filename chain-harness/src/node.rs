@@ -93,6 +93,15 @@ impl LocalChain {
         let log_err = log_file
             .try_clone()
             .map_err(|e| HarnessError::Start(e.to_string()))?;
+        let url: url::Url = format!("http://127.0.0.1:{port}")
+            .parse()
+            .map_err(|e| HarnessError::Start(format!("{e}")))?;
+        // The workspace builds reqwest with rustls but no default crypto provider (ring is
+        // chosen instead of aws-lc-rs; see the workspace Cargo.toml): install it before the
+        // first HTTP client is built. Already installed is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let provider = RootProvider::new_http(url.clone());
+        // From the spawn on, nothing may return before `Self` owns the child (its drop kills it).
         let dir = Self::node_dir();
         let child = Command::new("node")
             .arg(dir.join("node_modules/hardhat/internal/cli/cli.js"))
@@ -110,10 +119,6 @@ impl LocalChain {
             .stderr(log_err)
             .spawn()
             .map_err(|e| HarnessError::Start(format!("node: {e}")))?;
-        let url: url::Url = format!("http://127.0.0.1:{port}")
-            .parse()
-            .map_err(|e| HarnessError::Start(format!("{e}")))?;
-        let provider = RootProvider::new_http(url.clone());
         let mut chain = Self {
             child,
             url,

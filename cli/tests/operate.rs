@@ -62,6 +62,53 @@ shutdown_timeout_ms = 15000
     file.to_str().unwrap().to_owned()
 }
 
+/// A node with `blocks` blocks and a follower set up to replay them slowly into `db`.
+struct SlowSync {
+    chain: Arc<LocalChain>,
+    contract: Address,
+    client: ChainClient,
+    dir: tempfile::TempDir,
+    db: std::path::PathBuf,
+    config: String,
+}
+
+impl SlowSync {
+    async fn new(blocks: usize, seed: u64) -> Self {
+        let (chain, contract, client) = chain_with_blocks(blocks, seed).await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = slow_replay_config(dir.path());
+        let db = dir.path().join("db");
+        Self {
+            chain,
+            contract,
+            client,
+            dir,
+            db,
+            config,
+        }
+    }
+
+    /// `follow --config … --rpc … --contract … --db …` and `extra`.
+    fn args(&self, extra: &[&str]) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "follow",
+            "--config",
+            &self.config,
+            "--rpc",
+            self.chain.url().as_str(),
+            "--contract",
+            &self.contract.to_string(),
+            "--db",
+            self.db.to_str().unwrap(),
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        args.extend(extra.iter().map(ToString::to_string));
+        args
+    }
+}
+
 fn open_db(db: &Path) -> SledMerkleTree<hasher::PoseidonHasher> {
     SledMerkleTree::open_existing(&SledConfig::new(db)).unwrap()
 }
@@ -147,29 +194,12 @@ fn scrape(port: u16) -> prometheus_parse::Scrape {
 /// the chain; JSON logs parse; SIGTERM exits 0.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_follows_the_sync_and_metrics_agree_with_the_chain() {
-    let (chain, contract, client) = chain_with_blocks(120, 31).await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = slow_replay_config(dir.path());
-    let db = dir.path().join("db");
-    let log = dir.path().join("follow.log");
-    let url = chain.url().to_string();
-    let contract_s = contract.to_string();
+    let sync = SlowSync::new(120, 31).await;
+    let (chain, contract, client, db) = (&sync.chain, sync.contract, &sync.client, &sync.db);
+    let log = sync.dir.path().join("follow.log");
+    let args = sync.args(&["--serve", "127.0.0.1:0", "--log-format", "json"]);
     let (mut child, port) = spawn_server(
-        &[
-            "follow",
-            "--config",
-            &config,
-            "--rpc",
-            &url,
-            "--contract",
-            &contract_s,
-            "--db",
-            db.to_str().unwrap(),
-            "--serve",
-            "127.0.0.1:0",
-            "--log-format",
-            "json",
-        ],
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
         &[("RUST_LOG", "info")],
         &log,
     );
@@ -221,6 +251,11 @@ async fn health_follows_the_sync_and_metrics_agree_with_the_chain() {
     })
     .await;
     let metrics = blocking(move || scrape(port)).await;
+    // The whole scrape, for whoever runs this with --nocapture.
+    println!(
+        "{}",
+        blocking(move || http(port, "GET", "/metrics", None).1).await
+    );
     #[allow(clippy::cast_precision_loss)]
     let (head_f, members_f) = (head as f64, members as f64);
     assert_eq!(
@@ -313,27 +348,11 @@ async fn health_follows_the_sync_and_metrics_agree_with_the_chain() {
 /// any block twice. Two signals in a row exit at once and still leave a consistent database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_during_a_sync_stops_cleanly_and_the_restart_resumes() {
-    let (chain, contract, client) = chain_with_blocks(100, 33).await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = slow_replay_config(dir.path());
-    let db = dir.path().join("db");
-    let url = chain.url().to_string();
-    let contract_s = contract.to_string();
+    let sync = SlowSync::new(100, 33).await;
+    let (chain, contract, client, db) = (&sync.chain, sync.contract, &sync.client, &sync.db);
     let follow = |extra: &[&str]| {
-        let mut args = vec![
-            "follow",
-            "--config",
-            &config,
-            "--rpc",
-            &url,
-            "--contract",
-            &contract_s,
-            "--db",
-            db.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
         Command::new(env!("CARGO_BIN_EXE_canopy"))
-            .args(args)
+            .args(sync.args(extra))
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -362,19 +381,7 @@ async fn sigterm_during_a_sync_stops_cleanly_and_the_restart_resumes() {
 
     // The restart continues from there: each further commit is one new checkpoint.
     let out = Command::new(env!("CARGO_BIN_EXE_canopy"))
-        .args([
-            "--json",
-            "follow",
-            "--config",
-            &config,
-            "--rpc",
-            &url,
-            "--contract",
-            &contract_s,
-            "--db",
-            db.to_str().unwrap(),
-            "--once",
-        ])
+        .args(sync.args(&["--once"]))
         .env("RUST_LOG", "warn")
         .output()
         .unwrap();

@@ -132,6 +132,9 @@ impl ChainClient {
     /// # Errors
     /// The HTTP client cannot be built.
     pub fn new(url: url::Url, contract: Address, retry: RetryConfig) -> Result<Self, FollowError> {
+        // TLS through rustls with ring; a provider installed earlier by the embedding process
+        // stays (then this returns an error, ignored).
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder()
             .timeout(Duration::from_millis(retry.request_timeout_ms))
             .build()
@@ -384,5 +387,33 @@ fn failure_error(method: &'static str, attempts: u32, failure: Failure) -> Follo
         Failure::Refused(message) | Failure::TooLarge(message) => {
             FollowError::Refused { method, message }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// https works through the ring provider: the client builds, and a TLS handshake with a
+    /// server that is not speaking TLS fails as a transport error (no missing-provider panic).
+    #[tokio::test]
+    async fn https_goes_through_rustls_with_ring() {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let _ = socket.write_all(b"HTTP/1.1 200 OK\r\n\r\nnot tls").await;
+            }
+        });
+        let retry = RetryConfig {
+            max_attempts: 1,
+            ..RetryConfig::default()
+        };
+        let url = format!("https://127.0.0.1:{port}").parse().unwrap();
+        let client = ChainClient::new(url, Address::ZERO, retry).unwrap();
+        let e = client.head().await.unwrap_err();
+        assert!(matches!(e, FollowError::Unavailable { .. }), "{e}");
     }
 }

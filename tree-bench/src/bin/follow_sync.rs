@@ -15,18 +15,9 @@ use alloy::eips::BlockId;
 use chain_harness::workload::{Sent, Workload};
 use chain_harness::LocalChain;
 use follower::{ChainClient, Follower, FollowerConfig, RootCheck, SyncMode};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tree_bench::loopback::{self, get_ok, load, start};
 use tree_core::{Depth, MerkleTree};
 use tree_sled::{SharedTree, SledConfig, SledMerkleTree};
-
-fn arg(name: &str, default: u64) -> u64 {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn follower(
     url: &url::Url,
@@ -38,66 +29,11 @@ fn follower(
     Follower::new(client, config, Arc::new(SharedTree::new(tree))).unwrap()
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
-async fn http_get(port: u16, path: &str) -> String {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .unwrap();
-    stream
-        .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-                .as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    response
-}
-
-/// Runs `requests` calls of `call` from 8 concurrent clients: (p50, p99, requests/s).
-async fn load<F, Fut>(requests: u64, call: F) -> (Duration, Duration, f64)
-where
-    F: Fn(u64) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    let call = Arc::new(call);
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for client in 0..8u64 {
-        let call = call.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            for i in (client..requests).step_by(8) {
-                let t = Instant::now();
-                call(i).await;
-                latencies.push(t.elapsed());
-            }
-            latencies
-        }));
-    }
-    let mut all = Vec::new();
-    for task in tasks {
-        all.extend(task.await.unwrap());
-    }
-    let wall = started.elapsed();
-    all.sort();
-    (
-        percentile(&all, 0.5),
-        percentile(&all, 0.99),
-        all.len() as f64 / wall.as_secs_f64(),
-    )
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let blocks = arg("--blocks", 1_000);
-    let per_block = arg("--per-block", 10);
-    let requests = arg("--requests", 2_000);
+    let blocks = loopback::arg("--blocks", 1_000);
+    let per_block = loopback::arg("--per-block", 10);
+    let requests = loopback::arg("--requests", 2_000);
     let chain = LocalChain::start().await.unwrap();
     let contract = chain.deploy_membership(false).await.unwrap();
     chain.set_automine(false).await.unwrap();
@@ -186,58 +122,45 @@ async fn main() {
     // canopy follow --serve on a database of its own.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    let exe = std::env::current_exe().unwrap().with_file_name("canopy");
-    assert!(
-        exe.exists(),
-        "build it first: cargo build --release -p canopy"
-    );
-    let mut server = std::process::Command::new(&exe)
-        .args([
+    let contract_s = contract.to_string();
+    let server = start(
+        &[
             "follow",
             "--rpc",
             chain.url().as_str(),
             "--contract",
-            &contract.to_string(),
+            &contract_s,
             "--db",
             db.to_str().unwrap(),
             "--serve",
             "127.0.0.1:0",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let port: u16 = line.trim().rsplit(':').next().unwrap().parse().unwrap();
+        ],
+        &[],
+    );
+    let port = server.port;
     // Wait until it has synced.
     loop {
-        let root = http_get(port, "/root").await;
+        let root = get_ok(port, "/root").await;
         if root.contains(&format!("\"last_block\":{head}")) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let ours = load(requests, move |i| async move {
-        http_get(port, &format!("/proof/{}", (i * 7919) % members)).await;
+    let ours = load(8, requests, move |i| async move {
+        get_ok(port, &format!("/proof/{}", (i * 7919) % members)).await;
     })
     .await;
     let client =
         Arc::new(ChainClient::new(chain.url().clone(), contract, Default::default()).unwrap());
     let at = BlockId::Number(head.into());
-    let theirs = load(requests, move |i| {
+    let theirs = load(8, requests, move |i| {
         let client = client.clone();
         async move {
             client.merkle_proof((i * 7919) % members, at).await.unwrap();
         }
     })
     .await;
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     println!(
         "\n## Proofs of {members} members, 8 concurrent clients, {requests} requests each way\n"
     );
@@ -245,20 +168,20 @@ async fn main() {
     println!("|---|---|---|---|");
     println!(
         "| `GET /proof/{{i}}` from `canopy follow --serve` | {:.0} µs | {:.0} µs | {:.0} |",
-        ours.0.as_secs_f64() * 1e6,
-        ours.1.as_secs_f64() * 1e6,
-        ours.2
+        ours.p50.as_secs_f64() * 1e6,
+        ours.p99.as_secs_f64() * 1e6,
+        ours.throughput
     );
     println!(
         "| `getMerkleProof(i)` by `eth_call` (hardhat node) | {:.0} µs | {:.0} µs | {:.0} |",
-        theirs.0.as_secs_f64() * 1e6,
-        theirs.1.as_secs_f64() * 1e6,
-        theirs.2
+        theirs.p50.as_secs_f64() * 1e6,
+        theirs.p99.as_secs_f64() * 1e6,
+        theirs.throughput
     );
     println!(
         "| eth_call / canopy | {:.1}x | {:.1}x | {:.1}x |",
-        theirs.0.as_secs_f64() / ours.0.as_secs_f64(),
-        theirs.1.as_secs_f64() / ours.1.as_secs_f64(),
-        ours.2 / theirs.2
+        theirs.p50.as_secs_f64() / ours.p50.as_secs_f64(),
+        theirs.p99.as_secs_f64() / ours.p99.as_secs_f64(),
+        ours.throughput / theirs.throughput
     );
 }
