@@ -305,7 +305,7 @@ async fn health_follows_the_sync_and_metrics_agree_with_the_chain() {
     let mut workload = Workload::new(32);
     let mut sent = Sent::default();
     for _ in 0..3 {
-        workload.block(&chain, contract, &mut sent).await.unwrap();
+        workload.block(chain, contract, &mut sent).await.unwrap();
     }
     let head = chain.block_number().await.unwrap();
     wait_applied(port, head).await;
@@ -322,7 +322,7 @@ async fn health_follows_the_sync_and_metrics_agree_with_the_chain() {
         "{status}: {}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
-    let (block, matches) = last_block_matches(&db, &client).await;
+    let (block, matches) = last_block_matches(db, client).await;
     assert_eq!(block, head);
     assert!(matches);
 
@@ -368,14 +368,14 @@ async fn sigterm_during_a_sync_stops_cleanly_and_the_restart_resumes() {
     let status = wait_exit(&mut child.0, Duration::from_secs(20)).expect("no exit after SIGTERM");
     assert!(status.success(), "{status}");
     println!("stopped {:?} after SIGTERM", stopped_at.elapsed());
-    let (block, matches) = last_block_matches(&db, &client).await;
+    let (block, matches) = last_block_matches(db, client).await;
     assert!(
         block < head,
         "the sync had already finished: not a mid-sync stop"
     );
     assert!(matches, "root at block {block}");
     let (commits_before, checkpoints_before) = {
-        let tree = open_db(&db);
+        let tree = open_db(db);
         (tree.commits(), tree.checkpoints().unwrap().len() as u64)
     };
 
@@ -390,11 +390,11 @@ async fn sigterm_during_a_sync_stops_cleanly_and_the_restart_resumes() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (block, matches) = last_block_matches(&db, &client).await;
+    let (block, matches) = last_block_matches(db, client).await;
     assert_eq!(block, head);
     assert!(matches);
     {
-        let tree = open_db(&db);
+        let tree = open_db(db);
         let checkpoints = tree.checkpoints().unwrap().len() as u64;
         assert!(checkpoints < tree_core::HistoryConfig::default().max_checkpoints as u64);
         assert_eq!(
@@ -408,7 +408,7 @@ async fn sigterm_during_a_sync_stops_cleanly_and_the_restart_resumes() {
     let mut workload = Workload::new(34);
     let mut sent = Sent::default();
     for _ in 0..30 {
-        workload.block(&chain, contract, &mut sent).await.unwrap();
+        workload.block(chain, contract, &mut sent).await.unwrap();
     }
     let mut child = KillOnDrop(follow(&[]));
     tokio::time::sleep(Duration::from_millis(1_000)).await;
@@ -416,7 +416,7 @@ async fn sigterm_during_a_sync_stops_cleanly_and_the_restart_resumes() {
     signal(&child.0, "INT");
     let status = wait_exit(&mut child.0, Duration::from_secs(5)).expect("no exit after 2 signals");
     assert!(matches!(status.code(), Some(0 | 130)), "{status}");
-    let (_, matches) = last_block_matches(&db, &client).await;
+    let (_, matches) = last_block_matches(db, client).await;
     assert!(matches);
 }
 
