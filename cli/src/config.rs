@@ -88,9 +88,11 @@ pub struct ServerConfig {
     pub request_timeout_ms: u64,
     /// Requests handled at once; beyond it requests are shed with 503 at once, not queued.
     pub max_concurrent_requests: usize,
-    /// RLN proof verifications (`POST /verify`, CPU-heavy) run at once on their own threads;
-    /// beyond it `/verify` answers 429 so floods cannot starve `/proof`.
+    /// RLN proof verifications (`POST /verify`, CPU-heavy) run at once on their own
+    /// lowest-priority threads, so floods cannot starve `/proof`.
     pub max_concurrent_verifications: usize,
+    /// How long a `/verify` waits for a verifier thread before it is answered 429 (ms).
+    pub verify_wait_ms: u64,
     /// `/health` answers 503 while the follower is more than this many blocks behind its target.
     pub max_lag_blocks: u64,
     /// After SIGINT/SIGTERM, how long the current block and open requests may take before the
@@ -108,6 +110,7 @@ impl Default for ServerConfig {
             request_timeout_ms: 10_000,
             max_concurrent_requests: 1_024,
             max_concurrent_verifications: 1,
+            verify_wait_ms: 1_000,
             max_lag_blocks: 5,
             shutdown_timeout_ms: 10_000,
             verifying_key: None,

@@ -68,11 +68,10 @@ impl AppState {
         metrics: Option<PrometheusHandle>,
         db: PathBuf,
     ) -> Self {
-        let verify = Arc::new(VerifyPool {
-            permits: Arc::new(Semaphore::new(config.max_concurrent_verifications.max(1))),
-            key: config.verifying_key.clone(),
-            verifier: OnceLock::new(),
-        });
+        let verify = Arc::new(VerifyPool::new(
+            config.max_concurrent_verifications,
+            config.verifying_key.clone(),
+        ));
         Self {
             tree,
             status,
@@ -84,14 +83,53 @@ impl AppState {
     }
 }
 
-/// RLN verification off the async threads, a bounded number at once.
+/// RLN verification on its own threads, a bounded number at once, at the lowest CPU priority:
+/// a pairing never takes a core that `/proof` (on the async threads) wants.
 struct VerifyPool {
     permits: Arc<Semaphore>,
+    threads: Option<rayon::ThreadPool>,
     key: Option<PathBuf>,
     verifier: OnceLock<Result<RlnVerifier, String>>,
 }
 
 impl VerifyPool {
+    fn new(threads: usize, key: Option<PathBuf>) -> Self {
+        let threads = threads.max(1);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("canopy-verify-{i}"))
+            .start_handler(|_| lowest_priority())
+            .build();
+        if let Err(e) = &pool {
+            tracing::warn!("no verifier threads ({e}): /verify runs on the blocking pool");
+        }
+        Self {
+            permits: Arc::new(Semaphore::new(threads)),
+            threads: pool.ok(),
+            key,
+            verifier: OnceLock::new(),
+        }
+    }
+
+    /// Runs `job` on a verifier thread (the blocking pool if there are none).
+    async fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, String> {
+        match &self.threads {
+            Some(pool) => {
+                let (tell, answer) = tokio::sync::oneshot::channel();
+                pool.spawn(move || {
+                    let _ = tell.send(job());
+                });
+                answer.await.map_err(|e| format!("verifier thread: {e}"))
+            }
+            None => tokio::task::spawn_blocking(job)
+                .await
+                .map_err(|e| format!("verifier task: {e}")),
+        }
+    }
+
     /// The verifier, loaded on first use: the configured key file, else the key of zerokit's
     /// depth-20 circuit when built with `rln`.
     fn verifier(&self) -> Result<&RlnVerifier, String> {
@@ -106,6 +144,26 @@ impl VerifyPool {
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+}
+
+/// Puts the calling thread in the scheduler's lowest class (Linux `SCHED_IDLE`: it runs only
+/// when no other thread wants the core); elsewhere at the lowest normal priority.
+fn lowest_priority() {
+    #[cfg(unix)]
+    {
+        use thread_priority::{NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy};
+        #[cfg(target_os = "linux")]
+        let policy = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+        #[cfg(not(target_os = "linux"))]
+        let policy = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Other);
+        if let Err(e) = thread_priority::set_thread_priority_and_policy(
+            thread_priority::thread_native_id(),
+            ThreadPriority::Min,
+            policy,
+        ) {
+            tracing::warn!("verifier thread keeps its priority: {e:?}");
+        }
     }
 }
 
@@ -212,9 +270,13 @@ async fn verify(
         Ok(parsed) => parsed,
         Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
-    // Pairings take milliseconds of CPU: a bounded number run at once on blocking threads, and
-    // the rest are refused at once, so a flood of /verify cannot starve /proof.
-    let Ok(permit) = app.verify.permits.clone().try_acquire_owned() else {
+    // Pairings take milliseconds of CPU: a bounded number run at once on low-priority threads.
+    // The rest wait their turn a little and are then refused: waiting (an idle connection costs
+    // nothing) rather than refusing at once is what keeps a flood's request rate down to the
+    // verifier's pace, so it cannot crowd `/proof` out of the HTTP threads either.
+    let wait = Duration::from_millis(app.config.verify_wait_ms);
+    let acquired = tokio::time::timeout(wait, app.verify.permits.clone().acquire_owned()).await;
+    let Ok(Ok(permit)) = acquired else {
         metrics::counter!(HTTP_REJECTED, "reason" => "verify_busy").increment(1);
         return (
             StatusCode::TOO_MANY_REQUESTS,
@@ -228,24 +290,23 @@ async fn verify(
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
     let pool = app.verify.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let verifier = pool.verifier()?;
-        Ok::<_, String>(
-            verifier
-                .verify_message::<std::convert::Infallible>(&proof, &values, &values.x, &roots)
-                .map_err(|e| e.to_string()),
-        )
-    })
-    .await;
+    let result = app
+        .verify
+        .run(move || {
+            let _permit = permit;
+            let verifier = pool.verifier()?;
+            Ok::<_, String>(
+                verifier
+                    .verify_message::<std::convert::Infallible>(&proof, &values, &values.x, &roots)
+                    .map_err(|e| e.to_string()),
+            )
+        })
+        .await;
     match result {
         Ok(Ok(Ok(()))) => Json(json!({"valid": true})).into_response(),
         Ok(Ok(Err(reason))) => Json(json!({"valid": false, "reason": reason})).into_response(),
         Ok(Err(message)) => error(StatusCode::SERVICE_UNAVAILABLE, message),
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("verifier task: {e}"),
-        ),
+        Err(message) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
     }
 }
 

@@ -515,7 +515,7 @@ fn verify_and_the_limits_of_a_public_endpoint() {
     let config = dir.path().join("limits.toml");
     std::fs::write(
         &config,
-        "[server]\nmax_body_bytes = 4096\nmax_concurrent_verifications = 1\nmax_concurrent_requests = 4\n",
+        "[server]\nmax_body_bytes = 4096\nmax_concurrent_verifications = 1\nverify_wait_ms = 0\nmax_concurrent_requests = 4\n",
     )
     .unwrap();
     let (server, port) = spawn_server(
