@@ -65,6 +65,10 @@ async fn proofs(port: u16, requests: u64, members: u64) -> LoadResult {
     .await
 }
 
+/// A server setup: its label, its settings (environment), and whether the slow-connection row
+/// runs against it.
+type Setup = (&'static str, &'static [(&'static str, &'static str)], bool);
+
 fn row(name: &str, result: LoadResult, idle: LoadResult, other: &str) {
     println!(
         "| {name} | {:.0} µs | {:.0} µs | {:.0} | {:.2}x | {other} |",
@@ -116,8 +120,7 @@ async fn main() {
     let demo: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let body = Arc::new(demo["verify_request"].to_string());
 
-    // (label, server settings, with the slow-connection row)
-    let setups: [(&str, &[(&str, &str)], bool); 3] = [
+    let setups: [Setup; 3] = [
         (
             "defaults: 1 verifier thread, /verify waits ≤ 1 s for it",
             &[],
