@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use follower::{ChainClient, FollowError, Follower, StepOutcome, SyncMode};
-use metrics_exporter_prometheus::PrometheusHandle;
 use serde_json::json;
 use tree_core::{Depth, MerkleTree};
 use tree_sled::{SharedTree, SledConfig, SledTreeError};
@@ -28,11 +27,13 @@ fn follow_error(e: FollowError) -> CliError {
 /// # Errors
 /// Missing or bad settings, a database of another chain, contract or depth, a deep reorg, bad
 /// chain data.
-pub fn run(
-    config: &CanopyConfig,
-    once: bool,
-    metrics: Option<PrometheusHandle>,
-) -> Result<Output, CliError> {
+pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
+    // With a server, /metrics exports the follower's metrics (recorded through the facade).
+    let metrics = config
+        .listen
+        .map(|_| crate::telemetry::init_metrics())
+        .transpose()
+        .map_err(CliError::Usage)?;
     let missing = |key: &str, flag: &str| {
         CliError::Config(format!(
             "`{key}` is not set: pass {flag}, set CANOPY_{} or `{key}` in the config file",

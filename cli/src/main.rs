@@ -373,18 +373,7 @@ fn main() -> ExitCode {
             _,
         ) => ops::import(&db, &file, expect_root.as_deref()),
         (Command::Serve { events, .. }, Some(config)) => serve::run(&config, events),
-        (Command::Follow { once, .. }, Some(config)) => {
-            // With --serve, /metrics exports the follower's metrics.
-            let metrics = if config.listen.is_some() {
-                match telemetry::init_metrics() {
-                    Ok(handle) => Some(handle),
-                    Err(e) => return fail(&CliError::Usage(e)),
-                }
-            } else {
-                None
-            };
-            follow::run(&config, once, metrics)
-        }
+        (Command::Follow { once, .. }, Some(config)) => follow::run(&config, once),
         (Command::Config { print_default, .. }, Some(config)) => Ok(if print_default {
             Output {
                 text: config::DEFAULT_TOML.trim_end().to_owned(),
