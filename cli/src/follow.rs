@@ -79,7 +79,6 @@ pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
                 status.clone(),
                 config.server.clone(),
                 metrics,
-                config.db.clone(),
             );
             let shutdown = shutdown.clone();
             tokio::spawn(async move {

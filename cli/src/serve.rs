@@ -38,7 +38,7 @@ use crate::events::{fr_hex, parse_fr, read_blocks_from};
 use crate::ops::{apply_block_shared, last_block, not_a_member, open, repair_checkpoint};
 use crate::shutdown::Shutdown;
 use crate::status::SyncStatus;
-use crate::telemetry::{dir_size, DB_SIZE_BYTES, HTTP_REJECTED, HTTP_REQUEST_SECONDS};
+use crate::telemetry::{DB_SIZE_BYTES, HTTP_REJECTED, HTTP_REQUEST_SECONDS};
 use crate::{CliError, Output};
 
 /// The tree the server reads.
@@ -55,18 +55,16 @@ pub struct AppState {
     status: Arc<SyncStatus>,
     config: Arc<ServerConfig>,
     metrics: Option<PrometheusHandle>,
-    db: PathBuf,
     verify: Arc<VerifyPool>,
 }
 
 impl AppState {
-    /// The state of a server over `tree` stored at `db`.
+    /// The state of a server over `tree`.
     pub fn new(
         tree: Shared,
         status: Arc<SyncStatus>,
         config: ServerConfig,
         metrics: Option<PrometheusHandle>,
-        db: PathBuf,
     ) -> Self {
         let verify = Arc::new(VerifyPool::new(
             config.max_concurrent_verifications,
@@ -77,7 +75,6 @@ impl AppState {
             status,
             config: Arc::new(config),
             metrics,
-            db,
             verify,
         }
     }
@@ -209,8 +206,11 @@ async fn metrics_text(State(app): State<AppState>) -> Response {
     let Some(handle) = &app.metrics else {
         return error(StatusCode::NOT_FOUND, "metrics are not enabled".into());
     };
-    #[allow(clippy::cast_precision_loss)]
-    metrics::gauge!(DB_SIZE_BYTES).set(dir_size(&app.db) as f64);
+    // sled's own account of its files; a failed read leaves the last value.
+    if let Ok(bytes) = app.tree.read(|t| t.size_on_disk()) {
+        #[allow(clippy::cast_precision_loss)]
+        metrics::gauge!(DB_SIZE_BYTES).set(bytes as f64);
+    }
     #[allow(clippy::cast_precision_loss)]
     metrics::gauge!(follower::metrics::MEMBERS).set(app.tree.read(MerkleTree::next_index) as f64);
     (
@@ -452,13 +452,7 @@ pub fn run(config: &CanopyConfig, events: Option<PathBuf>) -> Result<Output, Cli
     let metrics = crate::telemetry::init_metrics().map_err(CliError::Usage)?;
     let runtime = runtime(&db)?;
     let status = Arc::new(SyncStatus::serving());
-    let app = AppState::new(
-        shared.clone(),
-        status,
-        config.server.clone(),
-        Some(metrics),
-        db.clone(),
-    );
+    let app = AppState::new(shared.clone(), status, config.server.clone(), Some(metrics));
     let server_config = config.server.clone();
     runtime.block_on(async move {
         let shutdown = Shutdown::install(Duration::from_millis(server_config.shutdown_timeout_ms))

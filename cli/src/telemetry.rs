@@ -56,19 +56,3 @@ pub fn init_metrics() -> Result<PrometheusHandle, String> {
     metrics::describe_gauge!(DB_SIZE_BYTES, "Bytes of the database directory on disk");
     Ok(handle)
 }
-
-/// Bytes of the files under `dir` (the database's footprint on disk).
-#[must_use]
-pub fn dir_size(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|entry| match entry.metadata() {
-            Ok(m) if m.is_dir() => dir_size(&entry.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
-}
