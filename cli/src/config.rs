@@ -82,8 +82,12 @@ pub enum LogFormat {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
-    /// Largest request body accepted (bytes); larger gets 413.
+    /// Largest request body accepted (bytes), `POST /verify` aside; larger gets 413.
     pub max_body_bytes: usize,
+    /// Largest `POST /verify` body (bytes; a batch of proofs); larger gets 413.
+    pub max_verify_body_bytes: usize,
+    /// Most proofs in one `POST /verify` batch; more gets 413.
+    pub max_verify_batch: usize,
     /// A request not answered within this many milliseconds gets 503.
     pub request_timeout_ms: u64,
     /// Requests handled at once; beyond it requests are shed with 503 at once, not queued.
@@ -107,6 +111,8 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             max_body_bytes: 16 * 1024,
+            max_verify_body_bytes: 1024 * 1024,
+            max_verify_batch: 1024,
             request_timeout_ms: 10_000,
             max_concurrent_requests: 1_024,
             max_concurrent_verifications: 1,

@@ -127,19 +127,27 @@ pub fn read_blocks(reader: impl BufRead) -> Result<Vec<Block>, CliError> {
     Ok(blocks)
 }
 
-/// Reads the blocks of an events file, or of stdin when `path` is `-`.
+/// A JSON-lines input: the file at `path`, or stdin when `path` is `-`.
 ///
 /// # Errors
-/// The file cannot be opened; [`CliError::BadEvent`] with the line number.
-pub fn read_blocks_from(path: &std::path::Path) -> Result<Vec<Block>, CliError> {
+/// The file cannot be opened.
+pub fn open_input(path: &std::path::Path) -> Result<Box<dyn BufRead>, CliError> {
     if path == std::path::Path::new("-") {
-        return read_blocks(std::io::stdin().lock());
+        return Ok(Box::new(std::io::stdin().lock()));
     }
     let file = std::fs::File::open(path).map_err(|source| CliError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    read_blocks(std::io::BufReader::new(file))
+    Ok(Box::new(std::io::BufReader::new(file)))
+}
+
+/// Reads the blocks of an events file, or of stdin when `path` is `-`.
+///
+/// # Errors
+/// The file cannot be opened; [`CliError::BadEvent`] with the line number.
+pub fn read_blocks_from(path: &std::path::Path) -> Result<Vec<Block>, CliError> {
+    read_blocks(open_input(path)?)
 }
 
 #[cfg(test)]

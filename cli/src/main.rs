@@ -14,6 +14,7 @@ mod serve;
 mod shutdown;
 mod status;
 mod telemetry;
+mod verify;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -184,6 +185,20 @@ enum Command {
         /// Arguments for the sweep.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+    /// Verifies RLN proofs (JSON lines of `proof`, `y`, `root`, `nullifier`, `x`,
+    /// `external_nullifier`, optional `signal`) against the tree's window of acceptable roots,
+    /// in batches: one verdict per line, then a summary.
+    Verify {
+        /// Database directory (its root window is what proofs may use).
+        #[arg(long)]
+        db: PathBuf,
+        /// The proofs file (`-` for stdin).
+        file: PathBuf,
+        /// The verifying key (compressed arkworks bytes; default: the key of zerokit's depth-20
+        /// circuit).
+        #[arg(long)]
+        verifying_key: Option<PathBuf>,
     },
     /// Recomputes every stored node and reports mismatches.
     Check {
@@ -398,6 +413,14 @@ fn main() -> ExitCode {
                 .map_err(|e| CliError::Usage(e.to_string()))
         }
         (Command::Check { db }, _) => ops::check(&db),
+        (
+            Command::Verify {
+                db,
+                file,
+                verifying_key,
+            },
+            _,
+        ) => verify::run(&db, &file, verifying_key.as_deref()),
     };
     match result {
         Ok(output) => {

@@ -24,9 +24,7 @@ use axum::routing::{get, post};
 use axum::{BoxError, Json, Router};
 use hasher::{fr_to_le_bytes, PoseidonHasher};
 use metrics_exporter_prometheus::PrometheusHandle;
-use rln_glue::verifier::{proof_from_bytes, RlnVerifier};
-use rln_glue::witness::PublicValues;
-use serde::Deserialize;
+use rln_glue::verifier::{RlnVerifier, Verdict};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use tower::ServiceBuilder;
@@ -34,12 +32,12 @@ use tree_core::{History, MerkleTree};
 use tree_sled::SharedTree;
 
 use crate::config::{CanopyConfig, ServerConfig};
-use crate::events::{fr_hex, parse_fr, read_blocks_from};
+use crate::events::{fr_hex, read_blocks_from};
 use crate::ops::{apply_block_shared, last_block, not_a_member, open, repair_checkpoint};
 use crate::shutdown::Shutdown;
 use crate::status::SyncStatus;
 use crate::telemetry::{DB_SIZE_BYTES, HTTP_REJECTED, HTTP_REQUEST_SECONDS};
-use crate::{CliError, Output};
+use crate::{verify, CliError, Output};
 
 /// The tree the server reads.
 pub type Shared = Arc<SharedTree<PoseidonHasher>>;
@@ -131,14 +129,7 @@ impl VerifyPool {
     /// depth-20 circuit when built with `rln`.
     fn verifier(&self) -> Result<&RlnVerifier, String> {
         self.verifier
-            .get_or_init(|| {
-                let bytes = match &self.key {
-                    Some(path) => std::fs::read(path)
-                        .map_err(|e| format!("verifying key {}: {e}", path.display()))?,
-                    None => default_verifying_key()?,
-                };
-                RlnVerifier::from_bytes(&bytes).map_err(|e| e.to_string())
-            })
+            .get_or_init(|| verify::load_verifier(self.key.as_deref()))
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -162,16 +153,6 @@ fn lowest_priority() {
             tracing::warn!("verifier thread keeps its priority: {e:?}");
         }
     }
-}
-
-#[cfg(feature = "rln")]
-fn default_verifying_key() -> Result<Vec<u8>, String> {
-    Ok(rln_glue::zerokit::verifying_key_bytes())
-}
-
-#[cfg(not(feature = "rln"))]
-fn default_verifying_key() -> Result<Vec<u8>, String> {
-    Err("no verifying key: set server.verifying_key (built without `rln`)".into())
 }
 
 async fn health(State(app): State<AppState>) -> Response {
@@ -220,55 +201,39 @@ async fn metrics_text(State(app): State<AppState>) -> Response {
         .into_response()
 }
 
-/// `POST /verify`: an RLN proof and its public values (hex), checked against the root window.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct VerifyRequest {
-    /// The compressed Groth16 proof, 128 bytes, hex.
-    proof: String,
-    y: String,
-    root: String,
-    nullifier: String,
-    x: String,
-    external_nullifier: String,
-}
-
-fn parse_values(req: &VerifyRequest) -> Result<PublicValues, String> {
-    let field = |name: &str, text: &str| parse_fr(text).map_err(|e| format!("{name}: {e}"));
-    Ok(PublicValues {
-        y: field("y", &req.y)?,
-        root: field("root", &req.root)?,
-        nullifier: field("nullifier", &req.nullifier)?,
-        x: field("x", &req.x)?,
-        external_nullifier: field("external_nullifier", &req.external_nullifier)?,
-    })
-}
-
-fn parse_hex_bytes(text: &str) -> Result<Vec<u8>, String> {
-    let digits = text.strip_prefix("0x").unwrap_or(text);
-    if !digits.len().is_multiple_of(2) || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err("proof: expected hex bytes".into());
-    }
-    (0..digits.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).map_err(|e| format!("proof: {e}")))
-        .collect()
-}
-
-async fn verify(
-    State(app): State<AppState>,
-    body: Result<Json<VerifyRequest>, JsonRejection>,
-) -> Response {
-    let req = match body {
-        Ok(Json(req)) => req,
+/// `POST /verify`: one RLN proof (an object: `{"valid", "reason"?}` back) or a batch (an array of
+/// at most `max_verify_batch` objects: one `{"verdict", "reason"?}` each, in order, and counts),
+/// checked against the root window with one batch check. A malformed item is answered alone.
+async fn verify(State(app): State<AppState>, body: Result<Json<Value>, JsonRejection>) -> Response {
+    let body = match body {
+        Ok(Json(body)) => body,
         Err(rejection) => return error(rejection.status(), rejection.body_text()),
     };
-    let parsed = parse_hex_bytes(&req.proof)
-        .and_then(|bytes| proof_from_bytes(&bytes).map_err(|e| e.to_string()))
-        .and_then(|proof| parse_values(&req).map(|values| (proof, values)));
-    let (proof, values) = match parsed {
-        Ok(parsed) => parsed,
-        Err(message) => return error(StatusCode::BAD_REQUEST, message),
+    let (items, single) = match body {
+        Value::Array(values) => {
+            if values.len() > app.config.max_verify_batch {
+                return error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!(
+                        "{} proofs in one request: at most {} (server.max_verify_batch)",
+                        values.len(),
+                        app.config.max_verify_batch
+                    ),
+                );
+            }
+            (
+                values
+                    .into_iter()
+                    .map(verify::parse_value)
+                    .collect::<Vec<_>>(),
+                false,
+            )
+        }
+        // A single proof that does not parse is the request's fault: 400, as before batches.
+        value => match verify::parse_value(value) {
+            Ok(item) => (vec![Ok(item)], true),
+            Err(message) => return error(StatusCode::BAD_REQUEST, message),
+        },
     };
     // Pairings take milliseconds of CPU: a bounded number run at once on low-priority threads.
     // The rest wait their turn a little and are then refused: waiting (an idle connection costs
@@ -290,24 +255,39 @@ async fn verify(
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
     let pool = app.verify.clone();
+    // The batch runs on the verifier threads: its Miller loops spread over them, no further.
     let result = app
         .verify
         .run(move || {
             let _permit = permit;
             let verifier = pool.verifier()?;
-            Ok::<_, String>(
-                verifier
-                    .verify_message::<std::convert::Infallible>(&proof, &values, &values.x, &roots)
-                    .map_err(|e| e.to_string()),
-            )
+            Ok::<_, String>(verify::verdicts(verifier, &items, &roots))
         })
         .await;
-    match result {
-        Ok(Ok(Ok(()))) => Json(json!({"valid": true})).into_response(),
-        Ok(Ok(Err(reason))) => Json(json!({"valid": false, "reason": reason})).into_response(),
-        Ok(Err(message)) => error(StatusCode::SERVICE_UNAVAILABLE, message),
-        Err(message) => error(StatusCode::INTERNAL_SERVER_ERROR, message),
+    let verdicts = match result {
+        Ok(Ok(verdicts)) => verdicts,
+        Ok(Err(message)) => return error(StatusCode::SERVICE_UNAVAILABLE, message),
+        Err(message) => return error(StatusCode::INTERNAL_SERVER_ERROR, message),
+    };
+    if single {
+        return match verdicts.first() {
+            Some((Verdict::Valid, _)) => Json(json!({"valid": true})).into_response(),
+            // A lone proof that does not decode is a bad request, as any unparsable field.
+            Some((Verdict::Malformed, _)) => error(
+                StatusCode::BAD_REQUEST,
+                "malformed proof: not 128 bytes of canonical points on the curve, B in G2".into(),
+            ),
+            Some((verdict, _)) => {
+                Json(json!({"valid": false, "reason": verdict.as_str()})).into_response()
+            }
+            None => error(StatusCode::INTERNAL_SERVER_ERROR, "no verdict".into()),
+        };
     }
+    Json(json!({
+        "verdicts": verdicts.iter().map(|(v, r)| verify::verdict_json(*v, r.as_deref())).collect::<Vec<_>>(),
+        "counts": verify::tally(&verdicts),
+    }))
+    .into_response()
 }
 
 async fn root(State(app): State<AppState>) -> Json<Value> {
@@ -492,7 +472,16 @@ pub fn router(app: AppState) -> Router {
         .route("/root", get(root))
         .route("/roots", get(roots))
         .route("/proof/{index}", get(proof))
-        .route("/verify", post(verify))
+        .route_layer(tower_http::limit::RequestBodyLimitLayer::new(
+            config.max_body_bytes,
+        ))
+        // Batches of proofs are larger than any other request: their own limit.
+        .route(
+            "/verify",
+            post(verify).layer(tower_http::limit::RequestBodyLimitLayer::new(
+                config.max_verify_body_bytes,
+            )),
+        )
         .route_layer(axum::middleware::from_fn(observe))
         .fallback(not_found)
         .with_state(app)
@@ -501,10 +490,7 @@ pub fn router(app: AppState) -> Router {
                 .layer(HandleErrorLayer::new(refused))
                 .load_shed()
                 .concurrency_limit(config.max_concurrent_requests.max(1))
-                .timeout(Duration::from_millis(config.request_timeout_ms.max(1)))
-                .layer(tower_http::limit::RequestBodyLimitLayer::new(
-                    config.max_body_bytes,
-                )),
+                .timeout(Duration::from_millis(config.request_timeout_ms.max(1))),
         )
 }
 

@@ -332,3 +332,132 @@ fn serve_answers_while_it_applies_blocks() {
     child.0.kill().unwrap();
     child.0.wait().unwrap();
 }
+
+fn hex(bytes: &[u8]) -> String {
+    format!(
+        "0x{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+/// `canopy verify`: a file of real proofs (the demo's, re-randomized) and spoiled ones against
+/// the database's root window, one verdict per line in order, then the summary; the same from
+/// stdin and as JSON.
+#[test]
+fn verify_checks_a_file_of_proofs_in_batches() {
+    use rln_glue::verifier::{proof_from_bytes, proof_to_bytes, rerandomize, RlnVerifier};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_s = db.to_str().unwrap();
+    let demo = ok_json(&["demo", "--db", db_s, "--members", "100", "--blocks", "3"]);
+    let request = demo["verify_request"].clone();
+    let proof_hex = request["proof"].as_str().unwrap().trim_start_matches("0x");
+    let proof_bytes: Vec<u8> = (0..proof_hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&proof_hex[i..i + 2], 16).unwrap())
+        .collect();
+    let proof = proof_from_bytes(&proof_bytes).unwrap();
+    let vk = RlnVerifier::from_bytes(&rln_glue::zerokit::verifying_key_bytes()).unwrap();
+    let mut rng = StdRng::seed_from_u64(5);
+
+    let mut lines = vec![request.to_string()];
+    let mut expected = vec!["valid"];
+    for _ in 0..10 {
+        let mut fresh = request.clone();
+        fresh["proof"] = hex(&proof_to_bytes(&rerandomize(
+            &proof,
+            vk.verifying_key(),
+            &mut rng,
+        )))
+        .into();
+        lines.push(fresh.to_string());
+        expected.push("valid");
+    }
+    let mut spoil = |field: &str, value: &str, verdict: &'static str| {
+        let mut item = request.clone();
+        item[field] = value.into();
+        lines.push(item.to_string());
+        expected.push(verdict);
+    };
+    spoil("signal", "0x0102", "signal_mismatch");
+    spoil("nullifier", "0x05", "bad_proof");
+    spoil("root", "0x02", "unknown_root");
+    spoil("proof", &proof_hex[..200], "malformed");
+    spoil("y", &format!("0x{}", "f".repeat(64)), "malformed");
+    lines.push("not json".into());
+    expected.push("malformed");
+    lines.push(String::new()); // blank lines are skipped
+    let file = dir.path().join("proofs.jsonl");
+    write(&file, &(lines.join("\n") + "\n"));
+
+    let out = canopy(&["verify", "--db", db_s, file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let printed: Vec<&str> = text.lines().collect();
+    assert_eq!(printed.len(), expected.len() + 1, "{text}");
+    for (i, (line, verdict)) in printed.iter().zip(&expected).enumerate() {
+        assert!(
+            line.starts_with(&format!("{} {verdict}", i + 1)),
+            "line {}: {line:?}, expected {verdict}",
+            i + 1
+        );
+    }
+    assert!(
+        printed[expected.len()].starts_with("17 proofs: 11 valid, 6 not"),
+        "{text}"
+    );
+
+    let json = ok_json(&["verify", "--db", db_s, file.to_str().unwrap()]);
+    let verdicts: Vec<&str> = json["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, expected);
+    assert_eq!(json["summary"]["counts"]["valid"], 11);
+    assert_eq!(json["summary"]["counts"]["malformed"], 3);
+
+    // From stdin.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args(["--json", "verify", "--db", db_s, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(std::fs::read(&file).unwrap().as_slice())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let from_stdin: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_stdin["verdicts"], json["verdicts"]);
+
+    // No tree there, no key there: one-line errors.
+    fails_with(
+        &[
+            "verify",
+            "--db",
+            dir.path().join("none").to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+        "no Canopy tree",
+    );
+    fails_with(
+        &[
+            "verify",
+            "--db",
+            db_s,
+            "--verifying-key",
+            "/nonexistent",
+            file.to_str().unwrap(),
+        ],
+        "verifying key",
+    );
+}

@@ -515,7 +515,7 @@ fn verify_and_the_limits_of_a_public_endpoint() {
     let config = dir.path().join("limits.toml");
     std::fs::write(
         &config,
-        "[server]\nmax_body_bytes = 4096\nmax_concurrent_verifications = 1\nverify_wait_ms = 0\nmax_concurrent_requests = 4\n",
+        "[server]\nmax_body_bytes = 4096\nmax_verify_body_bytes = 8192\nmax_verify_batch = 4\nmax_concurrent_verifications = 1\nverify_wait_ms = 0\nmax_concurrent_requests = 4\n",
     )
     .unwrap();
     let (server, port) = spawn_server(
@@ -551,15 +551,43 @@ fn verify_and_the_limits_of_a_public_endpoint() {
     let (status, body) = post(&other_x);
     assert_eq!(status, 200);
     assert_eq!(body["valid"], false);
-    assert!(
-        body["reason"].as_str().unwrap().contains("invalid proof"),
-        "{body}"
-    );
+    assert_eq!(body["reason"], "bad_proof", "{body}");
     let mut other_root = request.clone();
     other_root["root"] = "0x02".into();
     let (_, body) = post(&other_root);
+    assert_eq!(body["reason"], "unknown_root", "{body}");
+    // The message's signal must hash to the proof's x.
+    let mut other_signal = request.clone();
+    other_signal["signal"] = "0x00ff".into();
+    let (_, body) = post(&other_signal);
+    assert_eq!(body["reason"], "signal_mismatch", "{body}");
+
+    // A batch: one verdict per item, in order, malformed items answered alone.
+    let batch = serde_json::json!([request, other_x, {"proof": "0x00"}, other_root]);
+    let (status, body) = post(&batch);
+    assert_eq!(status, 200, "{body}");
+    let verdicts: Vec<&str> = body["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        verdicts,
+        ["valid", "bad_proof", "malformed", "unknown_root"],
+        "{body}"
+    );
+    assert!(body["verdicts"][2]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("missing field"));
+    assert_eq!(body["counts"]["valid"], 1, "{body}");
+    // More items than max_verify_batch, or a body over max_verify_body_bytes: 413.
+    let five = serde_json::json!([request, request, request, request, request]);
+    let (status, body) = post(&five);
+    assert_eq!(status, 413, "{body}");
     assert!(
-        body["reason"].as_str().unwrap().contains("window"),
+        body["error"].as_str().unwrap().contains("max_verify_batch"),
         "{body}"
     );
 
