@@ -281,6 +281,20 @@ pub fn verifying_key_bytes() -> Vec<u8> {
     out
 }
 
+impl crate::witness::PublicValues {
+    /// The same values as zerokit's type, for its `verify_with_roots`.
+    #[must_use]
+    pub fn to_zerokit(&self) -> rln::prelude::RLNProofValues {
+        rln::prelude::RLNProofValues::new_single()
+            .y(self.y)
+            .root(self.root)
+            .nullifier(self.nullifier)
+            .x(self.x)
+            .external_nullifier(self.external_nullifier)
+            .build()
+    }
+}
+
 impl crate::witness::RlnWitness {
     /// The same witness as zerokit's type, ready for `RLN::generate_proof`.
     ///

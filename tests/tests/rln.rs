@@ -267,13 +267,7 @@ fn vk_only_verifier_agrees_with_zerokit_and_checks_the_window() {
         ),
     ];
     for (name, v) in &variants {
-        let theirs = RLNProofValues::new_single()
-            .y(v.y)
-            .root(v.root)
-            .nullifier(v.nullifier)
-            .x(v.x)
-            .external_nullifier(v.external_nullifier)
-            .build();
+        let theirs = v.to_zerokit();
         let zerokit_says = prover.verify(&proof, &theirs).unwrap_or(false);
         assert_eq!(
             verifier.verify_inputs(&proof, &v.as_inputs()),

@@ -13,7 +13,7 @@ use ark_serialize::{CanonicalDeserialize, CanonicalSerialize};
 use ark_std::rand::{rngs::StdRng, Rng, SeedableRng};
 use hasher::Fr;
 use proptest::prelude::*;
-use rln::prelude::{Proof, RLNBuilder, RLNProofValues, VerifyProofError};
+use rln::prelude::{Proof, RLNBuilder, VerifyProofError};
 use rln_glue::primitives::{
     external_nullifier, hash_to_field_le, id_commitment, rate_commitment, IdentitySecret,
 };
@@ -247,13 +247,7 @@ fn zerokit_verdict(item: &Owned) -> Verdict {
         return Verdict::Malformed;
     }
     let v = item.values;
-    let values = RLNProofValues::new_single()
-        .y(v.y)
-        .root(v.root)
-        .nullifier(v.nullifier)
-        .x(v.x)
-        .external_nullifier(v.external_nullifier)
-        .build();
+    let values = v.to_zerokit();
     match f
         .zerokit
         .verify_with_roots(&proof, &values, &item.x, &f.roots)

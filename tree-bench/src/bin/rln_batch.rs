@@ -16,7 +16,7 @@ use ark_serialize::CanonicalDeserialize;
 use hasher::Fr;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
-use rln::prelude::{Proof, RLNBuilder, RLNProofValues};
+use rln::prelude::{Proof, RLNBuilder};
 use rln_glue::primitives::{
     external_nullifier, hash_to_field_le, id_commitment, rate_commitment, IdentitySecret,
 };
@@ -121,13 +121,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let zerokit_one = |m: &Message| {
         let proof = Proof::deserialize_compressed(m.bytes.as_slice());
         let v = m.values;
-        let values = RLNProofValues::new_single()
-            .y(v.y)
-            .root(v.root)
-            .nullifier(v.nullifier)
-            .x(v.x)
-            .external_nullifier(v.external_nullifier)
-            .build();
+        let values = v.to_zerokit();
         let ok = proof
             .ok()
             .and_then(|p| zerokit.verify_with_roots(&p, &values, &v.x, &roots).ok());
