@@ -43,6 +43,8 @@ impl Default for RehashConfig {
 impl RehashConfig {
     /// The default configuration with another threshold.
     #[must_use]
+    // Without `parallel` the threshold is the only field; the update keeps one body for both.
+    #[allow(clippy::needless_update)]
     pub fn with_min_parallel_nodes(min_parallel_nodes: usize) -> Self {
         Self {
             min_parallel_nodes,
