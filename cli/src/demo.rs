@@ -136,7 +136,7 @@ pub fn run(db: Option<PathBuf>, members: u64, blocks: u64, json: bool) -> Result
         x,
         ext,
     )
-    .map_err(|e| CliError::Tree(e.to_string()))?;
+    .map_err(CliError::rln)?;
     let merkle_ok = tree.verify_proof(&tree.proof(member)?, &tree.get(member)?);
     say(format!(
         "member {member}: Merkle witness of {} siblings, verified: {merkle_ok}",
@@ -170,16 +170,12 @@ fn rln_proof(
 ) -> Result<Option<(bool, serde_json::Value)>, CliError> {
     use rln_glue::verifier::RlnVerifier;
     let prover = rln::prelude::RLNBuilder::stateless().build();
-    let zk = witness
-        .to_zerokit()
-        .map_err(|e| CliError::Tree(e.to_string()))?;
+    let zk = witness.to_zerokit().map_err(CliError::rln)?;
     let started = Instant::now();
-    let (proof, _) = prover
-        .generate_proof(&zk)
-        .map_err(|e| CliError::Tree(e.to_string()))?;
+    let (proof, _) = prover.generate_proof(&zk).map_err(CliError::rln)?;
     let prove_ms = started.elapsed().as_secs_f64() * 1e3;
     let verifier = RlnVerifier::from_bytes(&rln_glue::zerokit::verifying_key_bytes())
-        .map_err(|e| CliError::Tree(e.to_string()))?;
+        .map_err(CliError::rln)?;
     let values = witness.public_values();
     let started = Instant::now();
     let verdict = verifier.verify_against(&proof, &values, &witness.x, tree);

@@ -17,10 +17,6 @@ use crate::shutdown::Shutdown;
 use crate::status::SyncStatus;
 use crate::{CliError, Output};
 
-fn follow_error(e: FollowError) -> CliError {
-    CliError::Tree(e.to_string())
-}
-
 /// Runs the follower (and the server with `listen`) until a signal, or until caught up with
 /// `once`.
 ///
@@ -63,9 +59,9 @@ pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
         other => other?,
     };
     let shared = Arc::new(SharedTree::new(tree));
-    let client = ChainClient::new(url, contract, follower_config.retry).map_err(follow_error)?;
+    let client = ChainClient::new(url, contract, follower_config.retry).map_err(CliError::from)?;
     let mut follower =
-        Follower::new(client, follower_config, shared.clone()).map_err(follow_error)?;
+        Follower::new(client, follower_config, shared.clone()).map_err(CliError::from)?;
     let status = Arc::new(SyncStatus::following());
     let runtime = crate::serve::runtime(&config.db)?;
     let summary_every = Duration::from_secs(config.log.summary_interval_secs.max(1));
@@ -124,14 +120,14 @@ pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
         report.finish();
         outcome.map_err(|e| {
             tracing::error!(fatal = true, "follow stopped: {e}");
-            follow_error(e)
+            CliError::from(e)
         })
     });
     // Whatever stopped the loop, what was committed is made durable before exiting.
     let flushed = shared.read(|t| t.flush()).map_err(CliError::from);
     result?;
     flushed?;
-    let last = follower.last_block().map_err(follow_error)?;
+    let last = follower.last_block().map_err(CliError::from)?;
     let stats = follower.stats();
     let root = shared.read(MerkleTree::root);
     let members = shared.read(MerkleTree::next_index);

@@ -179,13 +179,6 @@ enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
-    /// The `min_parallel_nodes` sweep, thread scaling and DashMap comparison (tree-bench's
-    /// `tune`; e.g. `canopy tune --quick`, `canopy tune --help`).
-    Tune {
-        /// Arguments for the sweep.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
     /// Verifies RLN proofs (JSON lines of `proof`, `y`, `root`, `nullifier`, `x`,
     /// `external_nullifier`, optional `signal`) against the tree's window of acceptable roots,
     /// in batches: one verdict per line, then a summary.
@@ -208,12 +201,68 @@ enum Command {
     },
 }
 
-/// Why a command failed: one line for the user.
+/// Why a command failed: one line for the user, the typed cause kept as its source.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// The tree or its database refused or failed.
+    /// The path holds no Canopy tree.
+    #[error("no Canopy tree there (create one with `canopy init`)")]
+    NoTree,
+    /// The database refused or failed.
+    #[error(transparent)]
+    Store(tree_sled::SledTreeError),
+    /// A tree rule refused the operation.
+    #[error(transparent)]
+    Tree(#[from] tree_core::TreeError),
+    /// Committing a block failed.
+    #[error(transparent)]
+    Commit(#[from] follower::CommitError),
+    /// The follower stopped on an error.
+    #[error(transparent)]
+    Follow(#[from] follower::FollowError),
+    /// The index has no membership proof.
     #[error("{0}")]
-    Tree(String),
+    NotAMember(String),
+    /// `rewind` to a block the window no longer (or never) held.
+    #[error("unknown block {block} (oldest block that can be restored: {oldest:?})")]
+    UnknownBlock {
+        /// The block asked for.
+        block: u64,
+        /// The oldest block still restorable.
+        oldest: Option<u64>,
+    },
+    /// A snapshot file that does not read.
+    #[error("{path}: {source}")]
+    Snapshot {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: tree_core::SnapshotError,
+    },
+    /// A snapshot that read but does not import into the database.
+    #[error("{path}: {source}")]
+    Import {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: tree_core::SnapshotError<tree_sled::SledTreeError>,
+    },
+    /// `check` found stored nodes that disagree with their children.
+    #[error(
+        "{count} stored nodes disagree with their children (first at level {level}, index {index})"
+    )]
+    Integrity {
+        /// How many.
+        count: usize,
+        /// The first one's level.
+        level: u8,
+        /// The first one's index.
+        index: u64,
+    },
+    /// The RLN witness or proof of the demo failed (zerokit's prover or our verifier).
+    #[error("rln: {0}")]
+    Rln(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A bad line in an events file.
     #[error("events line {line}: {reason}")]
     BadEvent {
@@ -240,18 +289,17 @@ pub enum CliError {
 
 impl From<tree_sled::SledTreeError> for CliError {
     fn from(e: tree_sled::SledTreeError) -> Self {
-        Self::Tree(match e {
-            tree_sled::SledTreeError::NotATree => {
-                "no Canopy tree there (create one with `canopy init`)".to_owned()
-            }
-            other => other.to_string(),
-        })
+        match e {
+            tree_sled::SledTreeError::NotATree => Self::NoTree,
+            other => Self::Store(other),
+        }
     }
 }
 
-impl From<tree_core::TreeError> for CliError {
-    fn from(e: tree_core::TreeError) -> Self {
-        Self::Tree(e.to_string())
+impl CliError {
+    /// An RLN library error, kept typed as the source.
+    pub fn rln(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Rln(Box::new(e))
     }
 }
 
@@ -403,14 +451,6 @@ fn main() -> ExitCode {
         }),
         (Command::Serve { .. } | Command::Follow { .. } | Command::Config { .. }, None) => {
             Err(CliError::Usage("no configuration".into()))
-        }
-        (Command::Tune { args }, _) => {
-            tree_bench::tune::run_cli(std::iter::once("canopy tune".to_owned()).chain(args))
-                .map(|()| Output {
-                    text: String::new(),
-                    json: serde_json::json!({"done": true}),
-                })
-                .map_err(|e| CliError::Usage(e.to_string()))
         }
         (Command::Check { db }, _) => ops::check(&db),
         (

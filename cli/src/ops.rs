@@ -76,7 +76,7 @@ pub fn apply_block_shared(
     )
     .map_err(|e| match e {
         CommitError::Tree(e) => block_error(block, e),
-        other => CliError::Tree(other.to_string()),
+        other => other.into(),
     })?;
     Ok(())
 }
@@ -228,7 +228,7 @@ pub fn root(db: &Path) -> Result<Output, CliError> {
 pub fn proof(db: &Path, index: u64) -> Result<Output, CliError> {
     let tree = open(db)?;
     if let Some(reason) = not_a_member(&tree, index)? {
-        return Err(CliError::Tree(reason));
+        return Err(CliError::NotAMember(reason));
     }
     let proof = tree.proof(index)?;
     let leaf = tree.get(index)?;
@@ -259,9 +259,7 @@ pub fn rewind(db: &Path, block: u64) -> Result<Output, CliError> {
     let mut tree = open(db)?;
     tree.rewind_to(block).map_err(|e| match e {
         tree_sled::SledTreeError::Tree(TreeError::UnknownCheckpoint { id, oldest }) => {
-            CliError::Tree(format!(
-                "unknown block {id} (oldest block that can be restored: {oldest:?})"
-            ))
+            CliError::UnknownBlock { block: id, oldest }
         }
         other => other.into(),
     })?;
@@ -315,12 +313,20 @@ pub fn import(db: &Path, file: &Path, expect_root: Option<&str>) -> Result<Outpu
         path: file.to_path_buf(),
         source,
     })?;
-    let snapshot = Snapshot::<PoseidonHasher>::read_from(BufReader::new(reader))
-        .map_err(|e| CliError::Tree(format!("{}: {e}", file.display())))?;
+    let snapshot =
+        Snapshot::<PoseidonHasher>::read_from(BufReader::new(reader)).map_err(|source| {
+            CliError::Snapshot {
+                path: file.to_path_buf(),
+                source,
+            }
+        })?;
     let tree = Tree::open(&SledConfig::new(db), snapshot.depth)?;
     let tree = snapshot
         .import(tree, expect.as_ref())
-        .map_err(|e| CliError::Tree(format!("{}: {e}", file.display())))?;
+        .map_err(|source| CliError::Import {
+            path: file.to_path_buf(),
+            source,
+        })?;
     Ok(Output {
         text: format!(
             "imported {} leaves into {} (root {})",
@@ -340,12 +346,11 @@ pub fn check(db: &Path) -> Result<Output, CliError> {
     let tree = open(db)?;
     let issues = tree.verify_integrity()?;
     if let Some(first) = issues.first() {
-        return Err(CliError::Tree(format!(
-            "{} stored nodes disagree with their children (first at level {}, index {})",
-            issues.len(),
-            first.addr.level,
-            first.addr.index
-        )));
+        return Err(CliError::Integrity {
+            count: issues.len(),
+            level: first.addr.level,
+            index: first.addr.index,
+        });
     }
     Ok(Output {
         text: format!(

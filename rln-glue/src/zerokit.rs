@@ -20,27 +20,34 @@ use zerokit_utils::merkle_tree::{ZerokitMerkleProof, ZerokitMerkleTree, ZerokitM
 #[derive(Debug)]
 pub struct ZerokitTree<T>(pub T);
 
-/// Errors of the adapter: zerokit's rule errors, or the wrapped tree's error as text.
+/// Errors of the adapter: zerokit's rule errors, or the wrapped tree's own, typed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AdapterError {
     /// A rule zerokit states in its own terms.
     #[error(transparent)]
     Zerokit(#[from] ZerokitMerkleTreeError),
-    /// The wrapped tree refused the operation or failed to store it.
+    /// An in-memory tree refused the operation.
     #[error("canopy tree: {0}")]
-    Tree(String),
+    Tree(#[from] TreeError),
+    /// The sled tree refused the operation or failed to store it.
+    #[error("canopy sled tree: {0}")]
+    Sled(#[from] tree_sled::SledTreeError),
+    /// Our witness does not pass zerokit's structural checks.
+    #[error("witness: {0}")]
+    Witness(#[from] rln::prelude::WitnessInputSingleError),
+    /// zerokit's witness serialization failed.
+    #[error("witness bytes: {0}")]
+    Serialization(#[from] ark_serialize::SerializationError),
     /// zerokit asked for a default leaf other than our empty leaf (zero).
     #[error("only the zero default leaf is supported")]
     DefaultLeaf,
 }
 
-fn tree_error(e: impl std::fmt::Display) -> AdapterError {
-    AdapterError::Tree(e.to_string())
-}
-
 /// How each of our trees is built from zerokit's `(depth, config)`.
-pub trait ZerokitBacked: MerkleTree<Hasher = PoseidonHasher> + Sized {
+pub trait ZerokitBacked:
+    MerkleTree<Hasher = PoseidonHasher, Error: Into<AdapterError>> + Sized
+{
     /// zerokit's `Config` for this tree.
     type Config: Default + FromStr;
     /// A new tree of `depth`.
@@ -78,7 +85,7 @@ impl ZerokitBacked for OptimalMerkleTree<PoseidonHasher> {
 impl ZerokitBacked for FullMerkleTree<PoseidonHasher> {
     type Config = NoConfig;
     fn create(depth: Depth, _: NoConfig) -> Result<Self, AdapterError> {
-        Self::new(depth).map_err(tree_error)
+        Ok(Self::new(depth)?)
     }
 }
 
@@ -106,10 +113,10 @@ impl ZerokitBacked for SledMerkleTree<PoseidonHasher> {
         } else {
             config.0
         };
-        Self::open(&config, depth).map_err(tree_error)
+        Ok(Self::open(&config, depth)?)
     }
     fn flush(&mut self) -> Result<(), AdapterError> {
-        self.close().map_err(tree_error)
+        Ok(self.close()?)
     }
 }
 
@@ -143,7 +150,7 @@ fn index(i: usize) -> u64 {
 }
 
 /// Our rule errors in zerokit's terms where zerokit has a name for them.
-fn rule<E: std::fmt::Display + tree_core::AsTreeError>(e: E) -> AdapterError {
+fn rule<E: tree_core::AsTreeError + Into<AdapterError>>(e: E) -> AdapterError {
     match e.as_tree_error() {
         Some(TreeError::IndexOutOfBounds { .. }) => {
             ZerokitMerkleTreeError::LeafIndexOutOfBounds.into()
@@ -156,14 +163,14 @@ fn rule<E: std::fmt::Display + tree_core::AsTreeError>(e: E) -> AdapterError {
         Some(TreeError::DeleteUnset { .. }) => ZerokitMerkleTreeError::DeleteUnsetLeaf.into(),
         Some(TreeError::EmptyOverride) => ZerokitMerkleTreeError::EmptyOverrideArgs.into(),
         Some(TreeError::LevelOutOfBounds { .. }) => ZerokitMerkleTreeError::LevelOutOfBounds.into(),
-        _ => tree_error(e),
+        _ => e.into(),
     }
 }
 
 impl<T> ZerokitMerkleTree for ZerokitTree<T>
 where
     T: ZerokitBacked,
-    T::Error: std::fmt::Display + tree_core::AsTreeError,
+    T::Error: tree_core::AsTreeError,
 {
     type Proof = ZerokitProof;
     type Hasher = PoseidonHash;
@@ -324,9 +331,9 @@ impl crate::witness::RlnWitness {
     /// As [`to_zerokit`](Self::to_zerokit), as text.
     pub fn to_zerokit_bytes_le(&self) -> Result<Vec<u8>, AdapterError> {
         use ark_serialize::CanonicalSerialize;
-        let witness = self.to_zerokit().map_err(tree_error)?;
+        let witness = self.to_zerokit()?;
         let mut out = Vec::new();
-        witness.serialize_compressed(&mut out).map_err(tree_error)?;
+        witness.serialize_compressed(&mut out)?;
         Ok(out)
     }
 }

@@ -64,3 +64,24 @@ fn readers_never_see_a_torn_state() {
     let tree = Arc::try_unwrap(shared).ok().unwrap().into_inner();
     assert!(tree.verify_integrity().unwrap().is_empty());
 }
+
+/// A batch prepared before another write is stale: publishing it is a `Conflict` that changes
+/// nothing, and preparing again succeeds.
+#[test]
+fn a_stale_prepared_batch_is_a_conflict_and_changes_nothing() {
+    let depth = Depth::new(8).unwrap();
+    let mut tree = SledMerkleTree::<PoseidonHasher>::open(&SledConfig::temporary(), depth).unwrap();
+    let mut first = UpdateBatch::new();
+    first.set(0, Fr::from(1u64));
+    let stale = tree.prepare(first.clone()).unwrap();
+    tree.set(1, Fr::from(2u64)).unwrap();
+    let (root, commits) = (tree.root(), tree.commits());
+    assert!(matches!(
+        tree.publish(stale),
+        Err(tree_sled::SledTreeError::Conflict)
+    ));
+    assert_eq!((tree.root(), tree.commits()), (root, commits));
+    let fresh = tree.prepare(first).unwrap();
+    tree.publish(fresh).unwrap();
+    assert_eq!(tree.get(0).unwrap(), Fr::from(1u64));
+}

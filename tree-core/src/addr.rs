@@ -135,6 +135,27 @@ impl NodeAddr {
         Self { level: 0, index }
     }
 
+    /// The root of a tree of `depth`.
+    #[must_use]
+    pub fn root(depth: Depth) -> Self {
+        Self {
+            level: depth.get(),
+            index: 0,
+        }
+    }
+
+    /// The nodes a membership proof of leaf `index` holds, bottom-up: at each level below the
+    /// root, the sibling of the node on the leaf's path. Every tree's `proof` walks this.
+    pub fn proof_path(depth: Depth, index: u64) -> impl Iterator<Item = Self> {
+        (0..depth.get()).map(move |level| {
+            Self {
+                level,
+                index: index >> level,
+            }
+            .sibling()
+        })
+    }
+
     /// The node one level up that covers this one.
     #[must_use]
     pub fn parent(self) -> Self {
@@ -197,6 +218,17 @@ mod tests {
         let (l, r) = a.children().unwrap();
         assert_eq!((l.index, r.index, l.level), (10, 11, 1));
         assert!(NodeAddr::leaf(3).children().is_none());
+        let depth = Depth::new(3).unwrap();
+        assert_eq!(NodeAddr::root(depth), NodeAddr { level: 3, index: 0 });
+        let path: Vec<NodeAddr> = NodeAddr::proof_path(depth, 5).collect();
+        assert_eq!(
+            path,
+            [
+                NodeAddr { level: 0, index: 4 },
+                NodeAddr { level: 1, index: 3 },
+                NodeAddr { level: 2, index: 0 },
+            ]
+        );
         let d = Depth::new(3).unwrap();
         assert!(d.check_addr(NodeAddr { level: 3, index: 0 }).is_ok());
         assert!(d.check_addr(NodeAddr { level: 3, index: 1 }).is_err());

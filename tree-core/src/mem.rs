@@ -144,10 +144,7 @@ impl<H: Hasher, S: MemNodes<H>> MerkleTree for InMemoryTree<H, S> {
     }
 
     fn root(&self) -> Digest<H> {
-        self.nodes.get(NodeAddr {
-            level: self.book.depth.get(),
-            index: 0,
-        })
+        self.nodes.get(NodeAddr::root(self.book.depth))
     }
 
     fn node(&self, addr: NodeAddr) -> Result<Digest<H>, TreeError> {
@@ -187,13 +184,8 @@ impl<H: Hasher, S: MemNodes<H>> MerkleTree for InMemoryTree<H, S> {
     /// Direct reads from the node store (no per-level bounds check or `Result`).
     fn proof(&self, index: u64) -> Result<MerkleProof<H>, TreeError> {
         self.book.depth.check_index(index)?;
-        let siblings = (0..self.book.depth.get())
-            .map(|level| {
-                self.nodes.get(NodeAddr {
-                    level,
-                    index: (index >> level) ^ 1,
-                })
-            })
+        let siblings = NodeAddr::proof_path(self.book.depth, index)
+            .map(|addr| self.nodes.get(addr))
             .collect();
         Ok(MerkleProof::new(index, siblings))
     }
@@ -290,12 +282,8 @@ impl<H: Hasher, S: MemNodes<H>> History for InMemoryTree<H, S> {
         };
         self.book.depth.check_index(index)?;
         let frames = &self.history.frames[pos..];
-        let siblings = (0..self.book.depth.get())
-            .map(|level| {
-                let addr = NodeAddr {
-                    level,
-                    index: (index >> level) ^ 1,
-                };
+        let siblings = NodeAddr::proof_path(self.book.depth, index)
+            .map(|addr| {
                 let Ok(value) = value_at::<_, Infallible>(
                     frames.iter().map(|f| Ok(f.nodes.get(&addr).copied())),
                     || Ok(self.nodes.get(addr)),

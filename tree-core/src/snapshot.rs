@@ -201,9 +201,15 @@ impl<H: DigestCodec> Snapshot<H> {
         out.put(&SNAPSHOT_VERSION.to_be_bytes())?;
         out.put(&[self.depth.get()])?;
         let id = self.hasher_id.as_bytes();
-        out.put(&u16::try_from(id.len()).unwrap_or(u16::MAX).to_be_bytes())?;
-        out.put(&id[..id.len().min(usize::from(u16::MAX))])?;
-        out.put(&u32::try_from(H::LEN).unwrap_or(u32::MAX).to_be_bytes())?;
+        // A truncated id or digest length would write a snapshot that reads back as another
+        // hasher's: refuse instead.
+        let id_len = u16::try_from(id.len())
+            .map_err(|_| std::io::Error::other("hasher id longer than 65535 bytes"))?;
+        out.put(&id_len.to_be_bytes())?;
+        out.put(id)?;
+        let digest_len =
+            u32::try_from(H::LEN).map_err(|_| std::io::Error::other("digest longer than 4 GiB"))?;
+        out.put(&digest_len.to_be_bytes())?;
         out.put(&self.next_index.to_be_bytes())?;
         let mut node = vec![0u8; H::LEN];
         H::encode(&self.root, &mut node);
@@ -212,7 +218,9 @@ impl<H: DigestCodec> Snapshot<H> {
             .map_err(|_| std::io::Error::other("metadata longer than 4 GiB"))?;
         out.put(&metadata_len.to_be_bytes())?;
         out.put(&self.metadata)?;
-        out.put(&(self.deleted.len() as u64).to_be_bytes())?;
+        let deleted = u64::try_from(self.deleted.len())
+            .map_err(|_| std::io::Error::other("more deleted slots than a u64 counts"))?;
+        out.put(&deleted.to_be_bytes())?;
         for index in &self.deleted {
             out.put(&index.to_be_bytes())?;
         }

@@ -97,13 +97,8 @@ pub trait MerkleTree {
     /// [`TreeError::IndexOutOfBounds`] past capacity; storage errors.
     fn proof(&self, index: u64) -> Result<MerkleProof<Self::Hasher>, Self::Error> {
         self.depth().check_index(index)?;
-        let siblings = (0..self.depth().get())
-            .map(|level| {
-                self.node(NodeAddr {
-                    level,
-                    index: (index >> level) ^ 1,
-                })
-            })
+        let siblings = NodeAddr::proof_path(self.depth(), index)
+            .map(|addr| self.node(addr))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(MerkleProof::new(index, siblings))
     }

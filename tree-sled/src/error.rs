@@ -47,6 +47,10 @@ pub enum SledTreeError<S: std::error::Error + 'static = sled::Error> {
         /// Version this build writes and reads.
         supported: u32,
     },
+    /// A prepared batch was published after the tree had moved on (another apply, a rewind or
+    /// a reload in between): the batch is stale and was not applied; the tree is unharmed.
+    #[error("the tree changed between prepare and publish: prepare again")]
+    Conflict,
     /// The store holds data but no Canopy header: not a tree, left untouched.
     #[error("store is not empty but holds no Canopy tree header")]
     NotATree,

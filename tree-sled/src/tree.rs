@@ -277,10 +277,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
         if cached_levels == 0 {
             tree.cache_from = u8::MAX;
         }
-        tree.root = tree.read_node(NodeAddr {
-            level: depth.get(),
-            index: 0,
-        })?;
+        tree.root = tree.read_node(NodeAddr::root(depth))?;
         Ok(tree)
     }
 
@@ -367,10 +364,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             .get(METADATA_KEY)
             .map_err(SledTreeError::Store)?
             .unwrap_or_default();
-        let root = self.read_node(NodeAddr {
-            level: self.depth.get(),
-            index: 0,
-        })?;
+        let root = self.read_node(NodeAddr::root(self.depth))?;
         self.next_index = next_index;
         self.metadata = metadata;
         self.root = root;
@@ -384,9 +378,15 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             Some(bytes) if bytes.len() == 16 => {
                 let max = decode_u64(HISTORY_KEY, &bytes[..8])?;
                 let window = decode_u64(HISTORY_KEY, &bytes[8..])?;
+                let fits = |n: u64| {
+                    usize::try_from(n).map_err(|_| SledTreeError::Corrupted {
+                        key: HISTORY_KEY.to_vec(),
+                        reason: "history limit beyond this platform's usize",
+                    })
+                };
                 HistoryConfig {
-                    max_checkpoints: usize::try_from(max).unwrap_or(usize::MAX),
-                    root_window: usize::try_from(window).unwrap_or(usize::MAX),
+                    max_checkpoints: fits(max)?,
+                    root_window: fits(window)?,
                 }
             }
             Some(_) => {
@@ -634,10 +634,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
             })
             .collect();
         issues.sort_by_key(|issue| issue.addr);
-        let top = NodeAddr {
-            level: self.depth.get(),
-            index: 0,
-        };
+        let top = NodeAddr::root(self.depth);
         if node(top) != self.root {
             issues.push(IntegrityIssue {
                 addr: top,
@@ -911,10 +908,7 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
         if let Some(metadata) = prepared.metadata() {
             store_batch.insert(METADATA_KEY, metadata.to_vec());
         }
-        let new_root = overlay.lookup(NodeAddr {
-            level: self.depth.get(),
-            index: 0,
-        })?;
+        let new_root = overlay.lookup(NodeAddr::root(self.depth))?;
         drop(overlay);
 
         // With a checkpoint open, each key's value before its first overwrite since that
@@ -972,14 +966,11 @@ impl<H: DigestCodec, S: NodeStore> SledMerkleTree<H, S> {
     /// view. Nothing else may have changed the tree in between.
     ///
     /// # Errors
-    /// [`SledTreeError::Corrupted`] if the tree moved since `prepare` (the batch is not applied);
+    /// [`SledTreeError::Conflict`] if the tree moved since `prepare` (the batch is not applied);
     /// the store's commit error (the tree is reloaded from the store).
     pub fn publish(&mut self, prepared: PreparedApply<H>) -> Result<(), StoreTreeError<S>> {
         if prepared.generation != self.generation {
-            return Err(SledTreeError::Corrupted {
-                key: Vec::new(),
-                reason: "the tree changed between prepare and publish",
-            });
+            return Err(SledTreeError::Conflict);
         }
         let PreparedApply {
             store_batch,
@@ -1128,12 +1119,8 @@ impl<H: DigestCodec, S: NodeStore> History for SledMerkleTree<H, S> {
             .iter()
             .map(|c| c.id)
             .collect();
-        let siblings = (0..self.depth.get())
-            .map(|level| {
-                let addr = NodeAddr {
-                    level,
-                    index: (index >> level) ^ 1,
-                };
+        let siblings = NodeAddr::proof_path(self.depth, index)
+            .map(|addr| {
                 value_at(frames.iter().map(|&id| self.undo_node(id, addr)), || {
                     self.read_node(addr)
                 })
