@@ -23,6 +23,7 @@
 pub mod node;
 pub mod ops;
 pub mod proof;
+pub mod rln_batch;
 pub mod runner;
 pub mod snapshot;
 
@@ -52,6 +53,11 @@ pub const TARGETS: &[Target] = &[
         name: "proof_decoding",
         run: proof::run,
         seeds: proof::seeds,
+    },
+    Target {
+        name: "rln_batch",
+        run: rln_batch::run,
+        seeds: rln_batch::seeds,
     },
     Target {
         name: "tree_ops",
