@@ -3,8 +3,8 @@
 //! sparse tree's levels. Prints markdown tables; writes CSV and one SVG chart per sweep.
 //!
 //! `cargo run --release -p tree-bench --bin tune -- --quick` (under a minute on 2 cores);
-//! without `--quick` the full sweep (more operations, depth 32 too, more repetitions). The same
-//! sweep is `canopy tune`.
+//! without `--quick` the full sweep (more operations, depth 32 too, more repetitions). It is a
+//! tree-bench binary only: the `canopy` command does not link the benchmark crate.
 
 use std::fmt::Write as _;
 use std::marker::PhantomData;
