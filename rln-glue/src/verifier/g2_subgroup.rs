@@ -8,31 +8,23 @@
 
 use std::sync::OnceLock;
 
-use ark_bn254::{Fq, Fq2, G2Affine, G2Projective};
+use ark_bn254::{Fq12Config, Fq2, Fq6Config, G2Affine, G2Projective};
 use ark_ec::{AdditiveGroup, AffineRepr, PrimeGroup};
-use ark_ff::{BigInteger, Field, PrimeField};
+use ark_ff::fields::{Fp12Config, Fp6Config};
+use ark_ff::Field;
 
 /// BN254's seed `x` (positive for this curve).
 const SEED: u64 = 4_965_661_367_192_848_881;
 
-/// `ψ`'s coefficients `(ξ^((p-1)/3), ξ^((p-1)/2))` for `ξ = 9 + u`, computed once.
+/// `ψ`'s coefficients `(ξ^((p-1)/3), ξ^((p-1)/2))` for `ξ = 9 + u`: arkworks' own Frobenius
+/// coefficients of the tower (`ξ^((p-1)/3)` for Fq6, `ξ^((p-1)/6)` for Fq12, cubed), computed
+/// once.
 fn psi_coefficients() -> &'static (Fq2, Fq2) {
     static COEFFS: OnceLock<(Fq2, Fq2)> = OnceLock::new();
     COEFFS.get_or_init(|| {
-        let xi = Fq2::new(Fq::from(9u64), Fq::from(1u64));
-        let mut p_minus_1 = Fq::MODULUS;
-        p_minus_1.sub_with_borrow(&1u64.into());
-        let mut half = p_minus_1;
-        half.div2();
-        // (p - 1) / 3 by long division on the limbs.
-        let mut third = p_minus_1;
-        let mut rem: u128 = 0;
-        for limb in third.0.iter_mut().rev() {
-            let cur = (rem << 64) | u128::from(*limb);
-            *limb = u64::try_from(cur / 3).unwrap_or(u64::MAX); // cur < 3·2^64: fits
-            rem = cur % 3;
-        }
-        (xi.pow(third), xi.pow(half))
+        let third = Fq6Config::FROBENIUS_COEFF_FP6_C1[1];
+        let half = Fq12Config::FROBENIUS_COEFF_FP12_C1[1].pow([3u64]);
+        (third, half)
     })
 }
 
@@ -72,9 +64,10 @@ pub(crate) fn valid_g2(q: &G2Affine) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use ark_bn254::Fq;
     use ark_ec::short_weierstrass::SWCurveConfig;
     use ark_ec::CurveGroup;
-    use ark_ff::UniformRand;
+    use ark_ff::{BigInteger, PrimeField, UniformRand};
     use rand::{rngs::StdRng, Rng, SeedableRng};
 
     /// `ψ` is an endomorphism of the twist that acts on G2 as multiplication by `p`.
