@@ -42,6 +42,13 @@ pub struct BatchConfig {
     pub min_parallel_proofs: usize,
 }
 
+impl BatchConfig {
+    /// The smallest rayon task in proofs (a configured 0 counts as 1).
+    fn task(self) -> usize {
+        self.min_parallel_proofs.max(1)
+    }
+}
+
 impl Default for BatchConfig {
     fn default() -> Self {
         Self {
@@ -88,12 +95,11 @@ impl RlnVerifier {
         let mut verdicts = vec![Verdict::Valid; items.len()];
         let mut rng = rand::thread_rng();
         let weights: Vec<Fr> = items.iter().map(|_| random_weight(&mut rng)).collect();
-        let min_len = self.batch.min_parallel_proofs.max(1);
         let prepared: Vec<Result<Weighted, Verdict>> = items
             .par_iter()
             .zip(weights)
             .enumerate()
-            .with_min_len(min_len)
+            .with_min_len(self.batch.task())
             .map(|(index, (item, r))| {
                 let proof = precheck(item, acceptable_roots)?;
                 Ok(Weighted {
@@ -139,7 +145,7 @@ impl RlnVerifier {
             _ => self.batch_value(right),
         };
         // The halves are independent: a failing batch of many proofs bisects on both cores.
-        let (mut bad, right_bad) = if entries.len() >= 2 * self.batch.min_parallel_proofs.max(1) {
+        let (mut bad, right_bad) = if entries.len() >= 2 * self.batch.task() {
             rayon::join(
                 || self.locate(left, left_value),
                 || self.locate(right, right_value),
@@ -169,8 +175,7 @@ impl RlnVerifier {
         }
         let chunk = self
             .batch
-            .min_parallel_proofs
-            .max(1)
+            .task()
             .max(entries.len().div_ceil(rayon::current_num_threads().max(1)));
         // The proofs' Miller loops in parallel chunks; meanwhile the two fixed-base pairs.
         let (proofs_loop, fixed_loop) = rayon::join(
