@@ -412,12 +412,7 @@ fn verify_checks_a_file_of_proofs_in_batches() {
     );
 
     let json = ok_json(&["verify", "--db", db_s, file.to_str().unwrap()]);
-    let verdicts: Vec<&str> = json["verdicts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["verdict"].as_str().unwrap())
-        .collect();
+    let verdicts = common::verdict_names(&json);
     assert_eq!(verdicts, expected);
     assert_eq!(json["summary"]["counts"]["valid"], 11);
     assert_eq!(json["summary"]["counts"]["malformed"], 3);

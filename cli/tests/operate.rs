@@ -16,7 +16,7 @@ use alloy::eips::BlockId;
 use alloy::primitives::Address;
 use chain_harness::workload::{Sent, Workload};
 use chain_harness::LocalChain;
-use common::{get_json, http, signal, spawn_server, wait_exit, KillOnDrop};
+use common::{get_json, http, signal, spawn_server, verdict_names, wait_exit, KillOnDrop};
 use follower::{BlockMeta, ChainClient, RetryConfig};
 use tree_core::{History, MerkleTree};
 use tree_sled::{SledConfig, SledMerkleTree};
@@ -566,12 +566,7 @@ fn verify_and_the_limits_of_a_public_endpoint() {
     let batch = serde_json::json!([request, other_x, {"proof": "0x00"}, other_root]);
     let (status, body) = post(&batch);
     assert_eq!(status, 200, "{body}");
-    let verdicts: Vec<&str> = body["verdicts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["verdict"].as_str().unwrap())
-        .collect();
+    let verdicts = verdict_names(&body);
     assert_eq!(
         verdicts,
         ["valid", "bad_proof", "malformed", "unknown_root"],

@@ -77,6 +77,17 @@ pub fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, St
     (status, body)
 }
 
+/// The verdict names of a `{"verdicts": [{"verdict": ...}, ...]}` answer (`canopy verify
+/// --json`, a `POST /verify` batch), in order.
+pub fn verdict_names(answer: &serde_json::Value) -> Vec<&str> {
+    answer["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["verdict"].as_str().unwrap())
+        .collect()
+}
+
 /// `GET path`: (status, JSON body or null).
 pub fn get_json(port: u16, path: &str) -> (u16, serde_json::Value) {
     let (status, body) = http(port, "GET", path, None);
