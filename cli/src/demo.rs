@@ -10,7 +10,7 @@ use rln_glue::primitives::{
 use rln_glue::witness::RlnWitness;
 use serde_json::json;
 use tree_core::{Depth, History, MerkleTree};
-use tree_sled::SledConfig;
+use tree_engines::DbConfig;
 
 use crate::events::{fr_hex, Block};
 use crate::ops::{apply_block, last_block, Tree};
@@ -46,7 +46,13 @@ fn block(number: u64, first: u64, per_block: u64, fork: u64) -> Block {
 ///
 /// # Errors
 /// Bad arguments, a locked or foreign database, storage errors.
-pub fn run(db: Option<PathBuf>, members: u64, blocks: u64, json: bool) -> Result<Output, CliError> {
+pub fn run(
+    db: Option<PathBuf>,
+    members: u64,
+    blocks: u64,
+    engine: tree_engines::Engine,
+    json: bool,
+) -> Result<Output, CliError> {
     if blocks < 3 || members < blocks {
         return Err(CliError::Usage(
             "need --blocks >= 3 and --members >= --blocks".into(),
@@ -57,7 +63,7 @@ pub fn run(db: Option<PathBuf>, members: u64, blocks: u64, json: bool) -> Result
         source,
     })?;
     let path = db.unwrap_or_else(|| temp.path().join("canopy-db"));
-    let config = SledConfig::new(&path);
+    let config = DbConfig::new(&path).engine(engine);
     let depth = Depth::new(20)?;
     let mut log = Vec::new();
     let mut say = |line: String| {
@@ -67,7 +73,7 @@ pub fn run(db: Option<PathBuf>, members: u64, blocks: u64, json: bool) -> Result
         log.push(line);
     };
     say(format!(
-        "database {} (depth 20, Poseidon/BN254, sled)",
+        "database {} (depth 20, Poseidon/BN254, {engine})",
         path.display()
     ));
 

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use follower::{ChainClient, FollowError, Follower, StepOutcome, SyncMode};
 use serde_json::json;
+use tree_core::persistent::PersistentTreeError;
 use tree_core::{Depth, MerkleTree};
-use tree_sled::{SharedTree, SledConfig, SledTreeError};
+use tree_engines::{DbConfig, SharedDbTree};
 
 use crate::config::CanopyConfig;
 use crate::events::fr_hex;
@@ -53,12 +54,12 @@ pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
     let follower_config = config.follower.clone();
     let depth = Depth::new(follower_config.profile.depth)
         .map_err(|e| CliError::Config(format!("follower.profile.depth: {e}")))?;
-    let sled = SledConfig::new(&config.db);
-    let tree = match Tree::open_existing(&sled) {
-        Err(SledTreeError::NotATree) => Tree::open(&sled, depth)?,
+    let db = DbConfig::new(&config.db);
+    let tree = match Tree::open_existing(&db) {
+        Err(PersistentTreeError::NotATree) => Tree::open(&db, depth)?,
         other => other?,
     };
-    let shared = Arc::new(SharedTree::new(tree));
+    let shared = Arc::new(SharedDbTree::new(tree));
     let client = ChainClient::new(url, contract, follower_config.retry).map_err(CliError::from)?;
     let mut follower =
         Follower::new(client, follower_config, shared.clone()).map_err(CliError::from)?;

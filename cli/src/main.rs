@@ -58,6 +58,9 @@ enum Command {
         /// Blocks to play.
         #[arg(long, default_value_t = 20)]
         blocks: u64,
+        /// Storage engine of the demo's database: sled or redb.
+        #[arg(long, default_value_t = tree_engines::Engine::Sled)]
+        engine: tree_engines::Engine,
     },
     /// Creates an empty tree.
     Init {
@@ -67,6 +70,10 @@ enum Command {
         /// Tree depth (capacity 2^depth).
         #[arg(long, default_value_t = 20)]
         depth: u8,
+        /// Storage engine: sled (what zerokit runs) or redb (maintained, stable format). Every
+        /// other command detects it from the database.
+        #[arg(long, default_value_t = tree_engines::Engine::Sled)]
+        engine: tree_engines::Engine,
     },
     /// Applies blocks from a JSON-lines file (one `{"block", "register", "remove"}` per line);
     /// blocks already applied are skipped, so a restart resumes where it stopped.
@@ -117,6 +124,9 @@ enum Command {
         /// Refuse the snapshot unless its root is this one (0x-prefixed hex, big-endian).
         #[arg(long)]
         expect_root: Option<String>,
+        /// Storage engine of the new database: sled or redb.
+        #[arg(long, default_value_t = tree_engines::Engine::Sled)]
+        engine: tree_engines::Engine,
     },
     /// Serves the tree over HTTP (loopback by default) while applying blocks from `--events`;
     /// stops cleanly on SIGINT/SIGTERM.
@@ -209,7 +219,7 @@ pub enum CliError {
     NoTree,
     /// The database refused or failed.
     #[error(transparent)]
-    Store(tree_sled::SledTreeError),
+    Store(tree_engines::DbTreeError),
     /// A tree rule refused the operation.
     #[error(transparent)]
     Tree(#[from] tree_core::TreeError),
@@ -246,7 +256,7 @@ pub enum CliError {
         path: PathBuf,
         /// Why.
         #[source]
-        source: tree_core::SnapshotError<tree_sled::SledTreeError>,
+        source: tree_core::SnapshotError<tree_engines::DbTreeError>,
     },
     /// `check` found stored nodes that disagree with their children.
     #[error(
@@ -287,10 +297,10 @@ pub enum CliError {
     },
 }
 
-impl From<tree_sled::SledTreeError> for CliError {
-    fn from(e: tree_sled::SledTreeError) -> Self {
+impl From<tree_engines::DbTreeError> for CliError {
+    fn from(e: tree_engines::DbTreeError) -> Self {
         match e {
-            tree_sled::SledTreeError::NotATree => Self::NoTree,
+            tree_core::persistent::PersistentTreeError::NotATree => Self::NoTree,
             other => Self::Store(other),
         }
     }
@@ -418,10 +428,11 @@ fn main() -> ExitCode {
                 db,
                 members,
                 blocks,
+                engine,
             },
             _,
-        ) => demo::run(db, members, blocks, cli.json),
-        (Command::Init { db, depth }, _) => ops::init(&db, depth),
+        ) => demo::run(db, members, blocks, engine, cli.json),
+        (Command::Init { db, depth, engine }, _) => ops::init(&db, depth, engine),
         (Command::Apply { db, events }, _) => ops::apply(&db, &events),
         (Command::Root { db }, _) => ops::root(&db),
         (Command::Proof { db, index }, _) => ops::proof(&db, index),
@@ -432,9 +443,10 @@ fn main() -> ExitCode {
                 db,
                 file,
                 expect_root,
+                engine,
             },
             _,
-        ) => ops::import(&db, &file, expect_root.as_deref()),
+        ) => ops::import(&db, &file, expect_root.as_deref(), engine),
         (Command::Serve { events, .. }, Some(config)) => serve::run(&config, events),
         (Command::Follow { once, .. }, Some(config)) => follow::run(&config, once),
         (Command::Config { print_default, .. }, Some(config)) => Ok(if print_default {

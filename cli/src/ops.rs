@@ -8,20 +8,20 @@ use follower::{commit_block, BlockChanges, BlockMeta, CommitError};
 use hasher::PoseidonHasher;
 use serde_json::json;
 use tree_core::{Depth, History, MerkleTree, Snapshot, TreeError};
-use tree_sled::{SledConfig, SledMerkleTree};
+use tree_engines::{DbConfig, DbTree, Engine};
 
 use crate::events::{fr_hex, parse_fr, read_blocks_from, Block};
 use crate::{CliError, Output};
 
 /// The tree type every command works on.
-pub type Tree = SledMerkleTree<PoseidonHasher>;
+pub type Tree = DbTree<PoseidonHasher>;
 
 /// Opens the tree at `db` (which must hold one) with its stored depth.
 ///
 /// # Errors
 /// Locked, not a tree, damaged.
 pub fn open(db: &Path) -> Result<Tree, CliError> {
-    Ok(Tree::open_existing(&SledConfig::new(db))?)
+    Ok(Tree::open_existing(&DbConfig::new(db))?)
 }
 
 /// The last applied block: the metadata every block writes (a follower's record or an older
@@ -64,7 +64,7 @@ pub fn apply_block(tree: &mut Tree, block: &Block) -> Result<(), CliError> {
 /// # Errors
 /// As [`apply_block`].
 pub fn apply_block_shared(
-    tree: &tree_sled::SharedTree<PoseidonHasher>,
+    tree: &tree_engines::SharedDbTree<PoseidonHasher>,
     block: &Block,
 ) -> Result<(), CliError> {
     let next = tree.read(MerkleTree::next_index);
@@ -93,9 +93,9 @@ fn block_changes(next: u64, block: &Block) -> BlockChanges {
     changes
 }
 
-fn block_error(block: &Block, e: tree_sled::SledTreeError) -> CliError {
+fn block_error(block: &Block, e: tree_engines::DbTreeError) -> CliError {
     match e {
-        tree_sled::SledTreeError::Tree(rule) => CliError::BadEvent {
+        tree_core::persistent::PersistentTreeError::Tree(rule) => CliError::BadEvent {
             line: block.line,
             reason: format!("block {}: {rule}", block.number),
         },
@@ -146,14 +146,17 @@ fn ensure_empty(db: &Path) -> Result<(), CliError> {
 ///
 /// # Errors
 /// The directory already holds data; storage errors.
-pub fn init(db: &Path, depth: u8) -> Result<Output, CliError> {
+pub fn init(db: &Path, depth: u8, engine: Engine) -> Result<Output, CliError> {
     let depth = Depth::new(depth).map_err(|e| CliError::Usage(format!("--depth: {e}")))?;
     ensure_empty(db)?;
-    let mut tree = Tree::open(&SledConfig::new(db), depth)?;
+    let mut tree = Tree::open(&DbConfig::new(db).engine(engine), depth)?;
     tree.close()?;
     Ok(Output {
-        text: format!("created an empty tree of depth {depth} at {}", db.display()),
-        json: json!({"db": db, "depth": depth.get(), "root": fr_hex(&tree.root())}),
+        text: format!(
+            "created an empty tree of depth {depth} at {} ({engine})",
+            db.display()
+        ),
+        json: json!({"db": db, "depth": depth.get(), "engine": engine.name(), "root": fr_hex(&tree.root())}),
     })
 }
 
@@ -258,9 +261,10 @@ pub fn proof(db: &Path, index: u64) -> Result<Output, CliError> {
 pub fn rewind(db: &Path, block: u64) -> Result<Output, CliError> {
     let mut tree = open(db)?;
     tree.rewind_to(block).map_err(|e| match e {
-        tree_sled::SledTreeError::Tree(TreeError::UnknownCheckpoint { id, oldest }) => {
-            CliError::UnknownBlock { block: id, oldest }
-        }
+        tree_core::persistent::PersistentTreeError::Tree(TreeError::UnknownCheckpoint {
+            id,
+            oldest,
+        }) => CliError::UnknownBlock { block: id, oldest },
         other => other.into(),
     })?;
     tree.close()?;
@@ -303,7 +307,12 @@ pub fn export(db: &Path, file: &Path) -> Result<Output, CliError> {
 ///
 /// # Errors
 /// A bad or mismatched snapshot; an existing database; file errors.
-pub fn import(db: &Path, file: &Path, expect_root: Option<&str>) -> Result<Output, CliError> {
+pub fn import(
+    db: &Path,
+    file: &Path,
+    expect_root: Option<&str>,
+    engine: Engine,
+) -> Result<Output, CliError> {
     let expect = expect_root
         .map(parse_fr)
         .transpose()
@@ -320,7 +329,7 @@ pub fn import(db: &Path, file: &Path, expect_root: Option<&str>) -> Result<Outpu
                 source,
             }
         })?;
-    let tree = Tree::open(&SledConfig::new(db), snapshot.depth)?;
+    let tree = Tree::open(&DbConfig::new(db).engine(engine), snapshot.depth)?;
     let tree = snapshot
         .import(tree, expect.as_ref())
         .map_err(|source| CliError::Import {

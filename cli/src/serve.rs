@@ -29,7 +29,7 @@ use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 use tower::ServiceBuilder;
 use tree_core::{History, MerkleTree};
-use tree_sled::SharedTree;
+use tree_engines::SharedDbTree;
 
 use crate::config::{CanopyConfig, ServerConfig};
 use crate::events::{fr_hex, read_blocks_from};
@@ -40,7 +40,7 @@ use crate::telemetry::{DB_SIZE_BYTES, HTTP_REJECTED, HTTP_REQUEST_SECONDS};
 use crate::{verify, CliError, Output};
 
 /// The tree the server reads.
-pub type Shared = Arc<SharedTree<PoseidonHasher>>;
+pub type Shared = Arc<SharedDbTree<PoseidonHasher>>;
 
 fn error(status: StatusCode, message: String) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
@@ -408,7 +408,7 @@ pub fn run(config: &CanopyConfig, events: Option<PathBuf>) -> Result<Output, Cli
         .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8645)));
     let mut tree = open(&db)?;
     repair_checkpoint(&mut tree)?;
-    let shared: Shared = Arc::new(SharedTree::new(tree));
+    let shared: Shared = Arc::new(SharedDbTree::new(tree));
     if let Some(events) = events {
         let writer = shared.clone();
         std::thread::spawn(move || {

@@ -97,10 +97,27 @@ fn write(path: &Path, text: &str) {
 
 #[test]
 fn init_apply_root_proof_rewind_export_import_check() {
+    operator_cycle("sled", "redb");
+}
+
+/// The same on a redb database (every command after `init` detects the engine), with the
+/// snapshot imported into sled: the engines hold the same tree.
+#[test]
+fn init_apply_root_proof_rewind_export_import_check_on_redb() {
+    operator_cycle("redb", "sled");
+}
+
+fn operator_cycle(engine: &str, import_engine: &str) {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let db_s = db.to_str().unwrap();
-    ok_json(&["init", "--db", db_s, "--depth", "12"]);
+    let init = ok_json(&["init", "--db", db_s, "--depth", "12", "--engine", engine]);
+    assert_eq!(init["engine"], engine);
+    assert_eq!(
+        db.join("canopy.redb").is_file(),
+        engine == "redb",
+        "the database is a {engine} database"
+    );
     let (text, blocks) = events(6, 5);
     let file = dir.path().join("events.jsonl");
     write(&file, &text);
@@ -148,8 +165,15 @@ fn init_apply_root_proof_rewind_export_import_check() {
         snap.to_str().unwrap(),
         "--expect-root",
         &want,
+        "--engine",
+        import_engine,
     ]);
     assert_eq!(imported["root"], want);
+    assert_eq!(copy2.join("canopy.redb").is_file(), import_engine == "redb");
+    assert_eq!(
+        ok_json(&["root", "--db", copy2.to_str().unwrap()])["root"],
+        want
+    );
     assert_eq!(
         ok_json(&["check", "--db", copy2.to_str().unwrap()])["ok"],
         true
@@ -173,6 +197,10 @@ fn bad_events_and_bad_databases_are_one_line_errors() {
     fails_with(&["root", "--db", db_s], "no Canopy tree");
     ok_json(&["init", "--db", db_s, "--depth", "8"]);
     fails_with(&["init", "--db", db_s], "not empty");
+    // A usage error (clap's own message, with its usage hint), not a database error.
+    let rocks = canopy(&["init", "--db", db_s, "--engine", "rocks"]);
+    assert!(!rocks.status.success());
+    assert!(String::from_utf8_lossy(&rocks.stderr).contains("unknown engine \"rocks\""));
     let bad = dir.path().join("bad.jsonl");
     for (text, needle) in [
         ("{\"block\": 1, \"register\": [\"1\"]}\n{\"block\": 2, \"register\": [\"x\"]}\n", "events line 2"),
@@ -190,10 +218,9 @@ fn bad_events_and_bad_databases_are_one_line_errors() {
     );
     fails_with(&["proof", "--db", db_s, "0"], "is not a member");
     // A database another process holds is refused at once.
-    let held = tree_sled::SledMerkleTree::<PoseidonHasher>::open_existing(
-        &tree_sled::SledConfig::new(&db),
-    )
-    .unwrap();
+    let held =
+        tree_engines::DbTree::<PoseidonHasher>::open_existing(&tree_engines::DbConfig::new(&db))
+            .unwrap();
     fails_with(&["root", "--db", db_s], "locked");
     drop(held);
     assert!(canopy(&["root", "--db", db_s]).status.success());

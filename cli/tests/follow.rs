@@ -17,7 +17,7 @@ use chain_harness::LocalChain;
 use follower::{BlockMeta, ChainClient, RetryConfig};
 use rand::{Rng, SeedableRng};
 use tree_core::{History, MerkleTree};
-use tree_sled::{SledConfig, SledMerkleTree};
+use tree_engines::{DbConfig, DbTree};
 
 fn follow_once(url: &str, contract: &str, db: &str) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_canopy"))
@@ -77,10 +77,9 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
     assert_eq!(first["block"], head);
     let root = client.root(BlockId::Number(head.into())).await.unwrap();
     assert_eq!(first["root"], hex(&root));
-    let commits_before =
-        SledMerkleTree::<hasher::PoseidonHasher>::open_existing(&SledConfig::new(&db))
-            .unwrap()
-            .commits();
+    let commits_before = DbTree::<hasher::PoseidonHasher>::open_existing(&DbConfig::new(&db))
+        .unwrap()
+        .commits();
 
     // SIGKILL at random moments while a miner keeps adding blocks.
     let mining = Arc::new(AtomicBool::new(true));
@@ -142,8 +141,7 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
     assert_eq!(last["root"], hex(&root), "root after {} kills", trials());
 
     // Every retained checkpoint is a block of this chain holding the contract's root then.
-    let tree =
-        SledMerkleTree::<hasher::PoseidonHasher>::open_existing(&SledConfig::new(&db)).unwrap();
+    let tree = DbTree::<hasher::PoseidonHasher>::open_existing(&DbConfig::new(&db)).unwrap();
     let checkpoints = tree.checkpoints().unwrap();
     assert!(checkpoints.windows(2).all(|w| w[0].id < w[1].id));
     for checkpoint in &checkpoints {

@@ -19,7 +19,7 @@ use chain_harness::LocalChain;
 use common::{get_json, http, signal, spawn_server, verdict_names, wait_exit, KillOnDrop};
 use follower::{BlockMeta, ChainClient, RetryConfig};
 use tree_core::{History, MerkleTree};
-use tree_sled::{SledConfig, SledMerkleTree};
+use tree_engines::{DbConfig, DbTree};
 
 /// A node with the test contract and `blocks` blocks of random membership changes.
 async fn chain_with_blocks(blocks: usize, seed: u64) -> (Arc<LocalChain>, Address, ChainClient) {
@@ -109,8 +109,8 @@ impl SlowSync {
     }
 }
 
-fn open_db(db: &Path) -> SledMerkleTree<hasher::PoseidonHasher> {
-    SledMerkleTree::open_existing(&SledConfig::new(db)).unwrap()
+fn open_db(db: &Path) -> DbTree<hasher::PoseidonHasher> {
+    DbTree::open_existing(&DbConfig::new(db)).unwrap()
 }
 
 /// The last committed block of a follower database and whether its root is the contract's

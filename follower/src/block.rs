@@ -4,7 +4,7 @@
 use alloy::primitives::{Address, B256};
 use hasher::{Fr, PoseidonHasher};
 use tree_core::UpdateBatch;
-use tree_sled::SharedTree;
+use tree_engines::SharedDbTree as SharedTree;
 
 use crate::FollowError;
 
@@ -199,7 +199,7 @@ pub enum CommitError {
     },
     /// The tree refused the block (a rule) or the store failed.
     #[error(transparent)]
-    Tree(#[from] tree_sled::SledTreeError),
+    Tree(#[from] tree_engines::DbTreeError),
 }
 
 impl From<CommitError> for FollowError {

@@ -110,7 +110,7 @@ pub enum FollowError {
     BadMetadata(String),
     /// The tree or its store failed or refused.
     #[error(transparent)]
-    Tree(#[from] tree_sled::SledTreeError),
+    Tree(#[from] tree_engines::DbTreeError),
     /// A background task died (a bug; reported rather than panicking the caller).
     #[error("internal: {0}")]
     Internal(String),

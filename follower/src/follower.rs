@@ -11,7 +11,7 @@ use alloy::rpc::types::Log;
 use hasher::{Fr, PoseidonHasher};
 use serde::{Deserialize, Serialize};
 use tree_core::{History, MerkleTree};
-use tree_sled::SharedTree;
+use tree_engines::SharedDbTree as SharedTree;
 
 use crate::block::{commit_block, last_block, BlockChanges, BlockMeta, ChainBinding};
 use crate::profile::{canonical, ContractProfile, MembershipEvent};

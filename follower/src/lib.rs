@@ -14,11 +14,11 @@
 //! use std::sync::Arc;
 //! use follower::{ChainClient, Follower, FollowerConfig};
 //! use tree_core::Depth;
-//! use tree_sled::{SharedTree, SledConfig, SledMerkleTree};
+//! use tree_engines::{DbConfig, DbTree, SharedDbTree};
 //!
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! let tree = SledMerkleTree::open(&SledConfig::new("membership-db"), Depth::new(20)?)?;
-//! let tree = Arc::new(SharedTree::new(tree));
+//! let tree = DbTree::open(&DbConfig::new("membership-db"), Depth::new(20)?)?; // sled or redb
+//! let tree = Arc::new(SharedDbTree::new(tree));
 //! let contract = "0x5FbDB2315678afecb367f032d93F642f64180aa3".parse()?;
 //! let client = ChainClient::new("http://127.0.0.1:8545".parse()?, contract, Default::default())?;
 //! let mut follower = Follower::new(client, FollowerConfig::default(), tree.clone())?;

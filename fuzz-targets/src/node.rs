@@ -7,13 +7,13 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use hasher::{DigestCodec, Keccak256Hasher, PoseidonHasher};
-use tree_core::testing::MixHasher;
-use tree_core::{Depth, History, MerkleTree, MerkleTreeExt, RehashConfig};
-use tree_sled::keys::{
+use tree_core::persistent::layout::{
     COMMITS_KEY, DEPTH_KEY, DIGEST_LEN_KEY, FORMAT_VERSION_KEY, HASHER_KEY, HISTORY_KEY,
     METADATA_KEY, NEXT_INDEX_KEY,
 };
-use tree_sled::{MemStore, NodeStore, SledMerkleTree, StoreBatch};
+use tree_core::testing::MixHasher;
+use tree_core::{Depth, History, MerkleTree, MerkleTreeExt, RehashConfig};
+use tree_sled::{KvStore, MemStore, SledMerkleTree, StoreBatch};
 
 const HEADER_KEYS: &[&[u8]] = &[
     FORMAT_VERSION_KEY,

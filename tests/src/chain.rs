@@ -8,7 +8,7 @@ use alloy::primitives::Address;
 use follower::{ChainClient, Follower, FollowerConfig, RetryConfig};
 use hasher::Fr;
 use tree_core::{Depth, MerkleTree};
-use tree_sled::{SharedTree, SledConfig, SledMerkleTree};
+use tree_engines::{DbConfig, DbTree, SharedDbTree};
 
 /// A follower of `contract` at `url` over a temporary database.
 ///
@@ -16,14 +16,14 @@ use tree_sled::{SharedTree, SledConfig, SledMerkleTree};
 /// When the tree or client cannot be made (a test's setup).
 #[must_use]
 pub fn temp_follower(url: &url::Url, contract: Address, config: FollowerConfig) -> Follower {
-    let tree = SledMerkleTree::open(
-        &SledConfig::temporary(),
+    let tree = DbTree::open(
+        &DbConfig::default(),
         Depth::new(20).unwrap_or_else(|e| panic!("{e}")),
     )
     .unwrap_or_else(|e| panic!("temporary tree: {e}"));
     let client = ChainClient::new(url.clone(), contract, config.retry)
         .unwrap_or_else(|e| panic!("client: {e}"));
-    Follower::new(client, config, Arc::new(SharedTree::new(tree)))
+    Follower::new(client, config, Arc::new(SharedDbTree::new(tree)))
         .unwrap_or_else(|e| panic!("follower: {e}"))
 }
 

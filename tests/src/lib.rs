@@ -4,11 +4,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hasher::Fr;
-use tree_sled::{MemStore, NodeStore, StoreBatch};
+use tree_sled::{KvStore, MemStore, StoreBatch};
 
 pub mod chain;
+pub mod engines;
 pub mod power_loss;
 pub mod proxy;
+pub mod redb_backend;
 pub mod report;
 pub mod steps;
 
@@ -66,7 +68,7 @@ impl FaultyStore {
 #[error("injected fault")]
 pub struct Injected;
 
-impl NodeStore for FaultyStore {
+impl KvStore for FaultyStore {
     type Error = Injected;
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Injected> {
         Ok(self.inner.get(key).unwrap_or_default())

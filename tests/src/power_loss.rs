@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use tree_sled::{MemStore, NodeStore, StoreBatch};
+use tree_sled::{KvStore, MemStore, StoreBatch};
 
 #[derive(Default)]
 struct Images {
@@ -30,7 +30,7 @@ fn apply(map: &mut BTreeMap<Vec<u8>, Vec<u8>>, batch: &StoreBatch) {
     }
 }
 
-/// A [`NodeStore`] that keeps its durable image apart from what was only written.
+/// A [`KvStore`] that keeps its durable image apart from what was only written.
 /// Clones share the same images.
 #[derive(Clone, Default)]
 pub struct PowerLossStore {
@@ -80,7 +80,7 @@ impl PowerLossStore {
     }
 }
 
-impl NodeStore for PowerLossStore {
+impl KvStore for PowerLossStore {
     type Error = Infallible;
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Infallible> {

@@ -49,6 +49,7 @@ pub fn record(suite: &str, name: &str, fields: &[(&str, u64)], notes: &[(&str, &
 
 /// Per-case counters of a model-based test (`model` suite): cases, operations, mismatches.
 pub struct Tally {
+    suite: &'static str,
     name: &'static str,
     cases: AtomicU64,
     ops: AtomicU64,
@@ -59,7 +60,14 @@ impl Tally {
     /// Counters for the test `name`, all zero.
     #[must_use]
     pub const fn new(name: &'static str) -> Self {
+        Self::in_suite("model", name)
+    }
+
+    /// A tally recorded under `suite` instead of `model` (another engine's own model line).
+    #[must_use]
+    pub const fn in_suite(suite: &'static str, name: &'static str) -> Self {
         Self {
+            suite,
             name,
             cases: AtomicU64::new(0),
             ops: AtomicU64::new(0),
@@ -89,7 +97,7 @@ impl Drop for CaseGuard {
             t.mismatches.fetch_add(1, Ordering::Relaxed);
         }
         record(
-            "model",
+            t.suite,
             t.name,
             &[
                 ("cases", t.cases.load(Ordering::Relaxed)),
@@ -105,6 +113,11 @@ impl Drop for CaseGuard {
 /// site: `let _case = tally!("name", ops.len());` as a proptest body's first line.
 #[macro_export]
 macro_rules! tally {
+    (suite = $suite:literal, $name:expr, $ops:expr) => {{
+        static TALLY: $crate::report::Tally =
+            $crate::report::Tally::in_suite($suite, concat!(module_path!(), "::", $name));
+        TALLY.case($ops)
+    }};
     ($name:expr, $ops:expr) => {{
         static TALLY: $crate::report::Tally =
             $crate::report::Tally::new(concat!(module_path!(), "::", $name));

@@ -7,16 +7,16 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use hasher::{DecodeError, DigestCodec, Fr, Keccak256Hasher, PoseidonHasher};
 use integration_tests::report;
 use rln_glue::verifier::{proof_from_bytes, RlnVerifier, VerifyError, PROOF_LEN};
+use tree_core::persistent::layout::{
+    node_key, COMMITS_KEY, DEPTH_KEY, DIGEST_LEN_KEY, FORMAT_VERSION_KEY, HASHER_KEY, HISTORY_KEY,
+    NEXT_INDEX_KEY,
+};
 use tree_core::testing::MixHasher;
 use tree_core::{
     AsTreeError, Depth, FullMerkleTree, MerkleProof, MerkleTree, MerkleTreeExt, OptimalMerkleTree,
     RehashConfig, Snapshot, SnapshotError, TreeError,
 };
-use tree_sled::keys::{
-    node_key, COMMITS_KEY, DEPTH_KEY, DIGEST_LEN_KEY, FORMAT_VERSION_KEY, HASHER_KEY, HISTORY_KEY,
-    NEXT_INDEX_KEY,
-};
-use tree_sled::{MemStore, NodeStore, SledMerkleTree, SledTreeError, StoreBatch};
+use tree_sled::{KvStore, MemStore, SledMerkleTree, SledTreeError, StoreBatch};
 
 type Row = (&'static str, Box<dyn Fn() -> Result<(), String>>);
 

@@ -8,13 +8,32 @@ use std::sync::Arc;
 
 use hasher::{Fr, PoseidonHasher};
 use rand::{rngs::StdRng, Rng, SeedableRng};
+use tree_core::persistent::{KvStore, PersistentTree};
 use tree_core::{Depth, MerkleTree, MerkleTreeExt, UpdateBatch};
+use tree_redb::{RedbConfig, RedbMerkleTree};
 use tree_sled::{SharedTree, SledConfig, SledMerkleTree};
 
 #[test]
 fn readers_never_see_a_torn_state() {
     let depth = Depth::new(16).unwrap();
-    let mut tree = SledMerkleTree::<PoseidonHasher>::open(&SledConfig::temporary(), depth).unwrap();
+    readers_during_writes(
+        SledMerkleTree::<PoseidonHasher>::open(&SledConfig::temporary(), depth).unwrap(),
+    );
+}
+
+/// The same on redb, whose reads share one read transaction per commit.
+#[test]
+fn readers_never_see_a_torn_state_on_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let depth = Depth::new(16).unwrap();
+    readers_during_writes(
+        RedbMerkleTree::<PoseidonHasher>::open(&RedbConfig::new(dir.path()), depth).unwrap(),
+    );
+}
+
+fn readers_during_writes<S: KvStore + Send + Sync + 'static>(
+    mut tree: PersistentTree<PoseidonHasher, S>,
+) {
     tree.set_range(0, (1..=512u64).map(Fr::from)).unwrap();
     let shared = Arc::new(SharedTree::new(tree));
     let stop = Arc::new(AtomicBool::new(false));

@@ -1,24 +1,28 @@
 //! kill -9 the writer: after reopen the tree equals the model after exactly k batches, with k at
 //! least the last acknowledged batch (durable mode), and its stored nodes are self-consistent.
 //!
-//! The test binary re-runs itself as the writer child (`CANOPY_CRASH_CHILD` set), so no extra
-//! binary is needed. Trials: `CANOPY_CRASH_TRIALS` (default 100).
+//! The test binary re-runs itself as the writer child (`CANOPY_CRASH_CHILD` set, the engine in
+//! `CANOPY_CRASH_ENGINE`), so no extra binary is needed. Every test runs on sled and on redb,
+//! each with its own record. Trials per engine: `CANOPY_CRASH_TRIALS` (default 100).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use integration_tests::engines::TestEngine;
 use integration_tests::report;
 use integration_tests::steps::{batch, history_step, HISTORY};
 use rand::{rngs::StdRng, Rng, SeedableRng};
+use tree_core::persistent::PersistentTree;
 use tree_core::testing::MixHasher;
 use tree_core::{Depth, History, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
-use tree_sled::{Durability, SledConfig, SledMerkleTree};
+use tree_redb::RedbStore;
+use tree_sled::SledStore;
 
 const DEPTH: u8 = 16;
 
-fn config(dir: &std::path::Path) -> SledConfig {
-    SledConfig::new(dir).durability(Durability::EveryCommit)
+fn open<S: TestEngine>(dir: &std::path::Path) -> PersistentTree<MixHasher, S> {
+    S::open_tree(dir, Depth::new(DEPTH).unwrap()).unwrap()
 }
 
 /// History mode writer: runs history steps 1, 2, ... and prints `ack s` after each.
@@ -31,9 +35,14 @@ fn crash_child_history_writer() {
         return;
     };
     let seed: u64 = seed.parse().unwrap();
-    let mut tree =
-        SledMerkleTree::<MixHasher>::open(&config(dir.as_ref()), Depth::new(DEPTH).unwrap())
-            .unwrap();
+    match std::env::var("CANOPY_CRASH_ENGINE").as_deref() {
+        Ok("redb") => history_writer::<RedbStore>(&dir, seed),
+        _ => history_writer::<SledStore>(&dir, seed),
+    }
+}
+
+fn history_writer<S: TestEngine>(dir: &str, seed: u64) {
+    let mut tree = open::<S>(dir.as_ref());
     tree.set_history_config(HISTORY).unwrap();
     let mut out = std::io::stdout().lock();
     for s in 1.. {
@@ -46,6 +55,7 @@ fn crash_child_history_writer() {
 /// Spawns this test binary as `child_test` with `env` set to a fresh directory, kills it with
 /// SIGKILL after a random delay, and returns the directory and the last acknowledged step.
 fn run_and_kill(
+    engine: &str,
     child_test: &str,
     env: &str,
     seed: u64,
@@ -56,6 +66,7 @@ fn run_and_kill(
     let mut child = Command::new(&exe)
         .args(["--exact", child_test, "--nocapture", "--test-threads=1"])
         .env(env, dir.path())
+        .env("CANOPY_CRASH_ENGINE", engine)
         .env("CANOPY_CRASH_SEED", seed.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -92,9 +103,22 @@ fn trials() -> u64 {
 /// rewinding the reopened tree to its oldest checkpoint gives the model's state there.
 #[test]
 fn kill_9_during_checkpoints_and_rewinds() {
-    if std::env::var("CANOPY_CRASH_HISTORY_CHILD").is_ok()
+    checkpoints_and_rewinds::<SledStore>();
+}
+
+/// The same on redb.
+#[test]
+fn kill_9_during_redb_checkpoints_and_rewinds() {
+    checkpoints_and_rewinds::<RedbStore>();
+}
+
+fn is_child() -> bool {
+    std::env::var("CANOPY_CRASH_HISTORY_CHILD").is_ok()
         || std::env::var("CANOPY_CRASH_CHILD").is_ok()
-    {
+}
+
+fn checkpoints_and_rewinds<S: TestEngine>() {
+    if is_child() {
         return;
     }
     let trials = trials() / 2;
@@ -104,13 +128,14 @@ fn kill_9_during_checkpoints_and_rewinds() {
     for trial in 0..trials {
         let seed = rng.gen::<u64>();
         let (dir, acked) = run_and_kill(
+            S::NAME,
             "crash_child_history_writer",
             "CANOPY_CRASH_HISTORY_CHILD",
             seed,
             &mut rng,
         );
         max_acked = max_acked.max(acked);
-        let mut tree = SledMerkleTree::<MixHasher>::open(&config(dir.path()), depth).unwrap();
+        let mut tree = open::<S>(dir.path());
         let observe = |root: u64, next: u64, meta: Vec<u8>, ids: Vec<u64>| (root, next, meta, ids);
         let got = observe(
             tree.root(),
@@ -168,11 +193,12 @@ fn kill_9_during_checkpoints_and_rewinds() {
         }
     }
     println!(
-        "kill -9 with history: {trials} trials, {torn} torn, {lost} lost (max acknowledged step \
-         {max_acked}, {rewinds_seen} rewinds replayed)"
+        "kill -9 with history ({}): {trials} trials, {torn} torn, {lost} lost (max acknowledged step \
+         {max_acked}, {rewinds_seen} rewinds replayed)",
+        S::NAME
     );
     report::record(
-        "kill9",
+        &S::report_suite("kill9"),
         "history",
         &[("trials", trials), ("torn", torn), ("lost", lost)],
         &[],
@@ -194,9 +220,14 @@ fn crash_child_writer() {
         return; // not a child: nothing to do
     };
     let seed: u64 = seed.parse().unwrap();
-    let mut tree =
-        SledMerkleTree::<MixHasher>::open(&config(dir.as_ref()), Depth::new(DEPTH).unwrap())
-            .unwrap();
+    match std::env::var("CANOPY_CRASH_ENGINE").as_deref() {
+        Ok("redb") => batch_writer::<RedbStore>(&dir, seed),
+        _ => batch_writer::<SledStore>(&dir, seed),
+    }
+}
+
+fn batch_writer<S: TestEngine>(dir: &str, seed: u64) {
+    let mut tree = open::<S>(dir.as_ref());
     let mut out = std::io::stdout().lock();
     for k in 1.. {
         tree.apply(batch(seed, k, tree.next_index())).unwrap();
@@ -207,9 +238,17 @@ fn crash_child_writer() {
 
 #[test]
 fn kill_9_never_tears_a_batch() {
-    if std::env::var("CANOPY_CRASH_CHILD").is_ok()
-        || std::env::var("CANOPY_CRASH_HISTORY_CHILD").is_ok()
-    {
+    never_tears_a_batch::<SledStore>();
+}
+
+/// The same on redb.
+#[test]
+fn kill_9_never_tears_a_redb_batch() {
+    never_tears_a_batch::<RedbStore>();
+}
+
+fn never_tears_a_batch<S: TestEngine>() {
+    if is_child() {
         return;
     }
     let trials = trials();
@@ -217,13 +256,17 @@ fn kill_9_never_tears_a_batch() {
     let (mut torn, mut lost, mut max_acked) = (0u64, 0u64, 0);
     for trial in 0..trials {
         let seed = rng.gen::<u64>();
-        let (dir, acked) = run_and_kill("crash_child_writer", "CANOPY_CRASH_CHILD", seed, &mut rng);
+        let (dir, acked) = run_and_kill(
+            S::NAME,
+            "crash_child_writer",
+            "CANOPY_CRASH_CHILD",
+            seed,
+            &mut rng,
+        );
         max_acked = max_acked.max(acked);
 
         // Reopen and find which prefix of batches the store holds.
-        let tree =
-            SledMerkleTree::<MixHasher>::open(&config(dir.path()), Depth::new(DEPTH).unwrap())
-                .unwrap();
+        let tree = open::<S>(dir.path());
         let mut model = OptimalMerkleTree::<MixHasher>::new(Depth::new(DEPTH).unwrap());
         let mut k = 0u64;
         let mut found = model.root() == tree.root() && tree.next_index() == 0;
@@ -271,10 +314,12 @@ fn kill_9_never_tears_a_batch() {
         assert_eq!(rebuilt.root(), tree.root(), "trial {trial}: root vs leaves");
     }
     println!(
-        "kill -9: {trials} trials, {torn} torn, {lost} lost (max acknowledged batch {max_acked})"
+        "kill -9 ({}): {trials} trials, {torn} torn, {lost} lost (max acknowledged batch \
+         {max_acked})",
+        S::NAME
     );
     report::record(
-        "kill9",
+        &S::report_suite("kill9"),
         "batches",
         &[("trials", trials), ("torn", torn), ("lost", lost)],
         &[],

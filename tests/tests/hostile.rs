@@ -4,7 +4,8 @@
 //!
 //! A real full disk needs a small tmpfs, and a real read-only directory as root needs a
 //! read-only mount: both run when this process may mount (root with CAP_SYS_ADMIN) and are
-//! counted as skipped otherwise. The out-of-space store always runs.
+//! counted as skipped otherwise. The out-of-space store always runs. Every filesystem check runs
+//! on sled and on redb, each engine with its own record (`env`, `redb_env`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -13,22 +14,32 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use integration_tests::engines::TestEngine;
 use integration_tests::report;
+use tree_core::persistent::{PersistentTree, PersistentTreeError, StoreTreeError};
 use tree_core::testing::MixHasher;
 use tree_core::{Depth, MerkleTree, RehashConfig, UpdateBatch};
-use tree_sled::{
-    Durability, MemStore, NodeStore, SledConfig, SledMerkleTree, SledTreeError, StoreBatch,
-};
+use tree_redb::RedbStore;
+use tree_sled::{KvStore, MemStore, SledMerkleTree, SledStore, SledTreeError, StoreBatch};
 
 const DEPTH: u8 = 16;
 
-/// Results of every check in this binary, written as one record by each test as it ends.
-static RESULTS: Mutex<Vec<(&'static str, Option<&'static str>)>> = Mutex::new(Vec::new());
+/// Results of every check in this binary per report suite, written as one record per suite by
+/// each test as it ends.
+type Results = Vec<(String, &'static str, Option<&'static str>)>;
+static RESULTS: Mutex<Results> = Mutex::new(Vec::new());
 
-/// Records check `name` as run (`skipped = None`) or skipped with a reason; rewrites the record.
-fn done(name: &'static str, skipped: Option<&'static str>) {
-    let mut results = RESULTS.lock().unwrap();
-    results.push((name, skipped));
+/// Records check `name` on engine `S` as run (`skipped = None`) or skipped with a reason;
+/// rewrites that engine's record.
+fn done<S: TestEngine>(name: &'static str, skipped: Option<&'static str>) {
+    let suite = S::report_suite("env");
+    let mut all = RESULTS.lock().unwrap();
+    all.push((suite.clone(), name, skipped));
+    let results: Vec<(&'static str, Option<&'static str>)> = all
+        .iter()
+        .filter(|(s, _, _)| *s == suite)
+        .map(|(_, n, w)| (*n, *w))
+        .collect();
     let checks = results.len() as u64;
     let skipped_names: Vec<String> = results
         .iter()
@@ -37,10 +48,13 @@ fn done(name: &'static str, skipped: Option<&'static str>) {
     let tmpfs = results
         .iter()
         .any(|(n, why)| *n == "full disk (tmpfs)" && why.is_none());
-    let full_disk = if tmpfs {
-        "full disk: tmpfs and out-of-space store"
-    } else {
-        "full disk: out-of-space store only"
+    // The out-of-space store is a byte-level fake under sled's suite only.
+    let store = S::NAME == "sled";
+    let full_disk = match (tmpfs, store) {
+        (true, true) => "full disk: tmpfs and out-of-space store",
+        (true, false) => "full disk: tmpfs",
+        (false, true) => "full disk: out-of-space store only",
+        (false, false) => "full disk: not run",
     };
     let skipped_text = skipped_names.join("; ");
     let mut notes = vec![("full_disk", full_disk)];
@@ -48,18 +62,40 @@ fn done(name: &'static str, skipped: Option<&'static str>) {
         notes.push(("skipped_what", skipped_text.as_str()));
     }
     report::record(
-        "env",
+        &suite,
         "hostile",
         &[("checks", checks), ("skipped", skipped_names.len() as u64)],
         &notes,
     );
 }
 
-fn tree_at(path: &Path) -> Result<SledMerkleTree<MixHasher>, SledTreeError> {
-    SledMerkleTree::open(
-        &SledConfig::new(path).durability(Durability::EveryCommit),
-        Depth::new(DEPTH).unwrap(),
-    )
+fn tree_at<S: TestEngine>(path: &Path) -> Result<PersistentTree<MixHasher, S>, StoreTreeError<S>> {
+    S::open_tree(path, Depth::new(DEPTH).unwrap())
+}
+
+/// Depth of the full-disk test's tree: deep enough that no engine fills the tree before the
+/// 3 MiB disk (redb stores 2^16 leaves in less).
+const FULL_DISK_DEPTH: u8 = 20;
+
+fn big_tree_at<S: TestEngine>(
+    path: &Path,
+) -> Result<PersistentTree<MixHasher, S>, StoreTreeError<S>> {
+    S::open_tree(path, Depth::new(FULL_DISK_DEPTH).unwrap())
+}
+
+/// Declares `name` for sled and `name_on_redb` for redb, both running `body::<S>`.
+macro_rules! on_both_engines {
+    ($name:ident, $redb:ident, $body:ident) => {
+        #[test]
+        fn $name() {
+            $body::<SledStore>();
+        }
+
+        #[test]
+        fn $redb() {
+            $body::<RedbStore>();
+        }
+    };
 }
 
 fn block(k: u64, next: u64) -> UpdateBatch<MixHasher> {
@@ -88,16 +124,21 @@ fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-#[test]
-fn same_path_twice_is_locked_at_once() {
+on_both_engines!(
+    same_path_twice_is_locked_at_once,
+    same_path_twice_is_locked_at_once_on_redb,
+    same_path_twice
+);
+
+fn same_path_twice<S: TestEngine>() {
     let dir = tempfile::tempdir().unwrap();
-    let mut first = tree_at(dir.path()).unwrap();
+    let mut first = tree_at::<S>(dir.path()).unwrap();
     first.apply(block(1, 0)).unwrap();
     let started = Instant::now();
-    let second = tree_at(dir.path());
+    let second = tree_at::<S>(dir.path());
     let waited = started.elapsed();
     assert!(
-        matches!(second, Err(SledTreeError::Locked { ref path }) if path == dir.path()),
+        matches!(second, Err(PersistentTreeError::Locked { ref path }) if path == dir.path()),
         "{second:?}"
     );
     assert!(waited < Duration::from_secs(1), "waited {waited:?}");
@@ -105,50 +146,68 @@ fn same_path_twice_is_locked_at_once() {
     first.apply(block(2, 64)).unwrap();
     let root = first.root();
     drop(first);
-    assert_eq!(tree_at(dir.path()).unwrap().root(), root);
-    done("same path twice", None);
+    assert_eq!(tree_at::<S>(dir.path()).unwrap().root(), root);
+    done::<S>("same path twice", None);
 }
 
-#[test]
-fn stale_lock_file_of_a_dead_process_does_not_block() {
+on_both_engines!(
+    stale_lock_file_of_a_dead_process_does_not_block,
+    stale_lock_file_of_a_dead_process_does_not_block_on_redb,
+    stale_lock
+);
+
+fn stale_lock<S: TestEngine>() {
     let dir = tempfile::tempdir().unwrap();
-    drop(tree_at(dir.path()).unwrap());
+    drop(tree_at::<S>(dir.path()).unwrap());
     // The lock file stays behind (as after kill -9); the OS lock died with its holder.
     assert!(dir.path().join(tree_sled::LOCK_FILE).exists());
-    tree_at(dir.path()).unwrap();
-    done("stale lock file", None);
+    tree_at::<S>(dir.path()).unwrap();
+    done::<S>("stale lock file", None);
 }
 
-#[test]
-fn non_empty_foreign_directory_is_refused_and_untouched() {
+on_both_engines!(
+    non_empty_foreign_directory_is_refused_and_untouched,
+    non_empty_foreign_directory_is_refused_and_untouched_on_redb,
+    foreign_directory
+);
+
+fn foreign_directory<S: TestEngine>() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), b"not a tree").unwrap();
     std::fs::create_dir(dir.path().join("photos")).unwrap();
     std::fs::write(dir.path().join("photos/a.jpg"), [0xff, 0xd8]).unwrap();
     let before = contents(dir.path());
-    let got = tree_at(dir.path());
+    let got = tree_at::<S>(dir.path());
     assert!(
-        matches!(got, Err(SledTreeError::ForeignDirectory { .. })),
+        matches!(got, Err(PersistentTreeError::ForeignDirectory { .. })),
         "{got:?}"
     );
-    let existing = SledMerkleTree::<MixHasher>::open_existing(&SledConfig::new(dir.path()));
+    let existing = PersistentTree::<MixHasher, S>::open_existing(&S::durable(dir.path()));
     assert!(
-        matches!(existing, Err(SledTreeError::ForeignDirectory { .. })),
+        matches!(existing, Err(PersistentTreeError::ForeignDirectory { .. })),
         "{existing:?}"
     );
     assert_eq!(contents(dir.path()), before, "the directory was modified");
-    done("foreign directory", None);
+    done::<S>("foreign directory", None);
 }
 
-#[test]
-fn path_that_is_a_file_is_an_io_error() {
+on_both_engines!(
+    path_that_is_a_file_is_an_io_error,
+    path_that_is_a_file_is_an_io_error_on_redb,
+    path_is_a_file
+);
+
+fn path_is_a_file<S: TestEngine>() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("tree");
     std::fs::write(&file, b"x").unwrap();
-    let got = tree_at(&file);
-    assert!(matches!(got, Err(SledTreeError::Io { .. })), "{got:?}");
+    let got = tree_at::<S>(&file);
+    assert!(
+        matches!(got, Err(PersistentTreeError::Io { .. })),
+        "{got:?}"
+    );
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
-    done("path is a file", None);
+    done::<S>("path is a file", None);
 }
 
 /// A store that refuses writes past a byte budget with the OS's "no space" error.
@@ -158,7 +217,7 @@ struct SmallDisk {
     budget: std::sync::Arc<AtomicU64>,
 }
 
-impl NodeStore for SmallDisk {
+impl KvStore for SmallDisk {
     type Error = std::io::Error;
     fn get(&self, key: &[u8]) -> std::io::Result<Option<Vec<u8>>> {
         Ok(self.inner.get(key).unwrap_or_default())
@@ -231,7 +290,7 @@ fn out_of_space_store_refuses_whole_batches_and_recovers() {
     disk.budget.store(u64::MAX, Ordering::SeqCst);
     tree.apply(block(k, tree.next_index())).unwrap();
     assert_eq!(tree.metadata().unwrap(), k.to_be_bytes().to_vec());
-    done("full disk (out-of-space store)", None);
+    done::<SledStore>("full disk (out-of-space store)", None);
 }
 
 /// Mounts a tmpfs of `size` at `at`; false when this process may not mount.
@@ -254,19 +313,24 @@ fn is_root() -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
-#[test]
-fn full_tmpfs_gives_typed_errors_and_keeps_committed_batches() {
+on_both_engines!(
+    full_tmpfs_gives_typed_errors_and_keeps_committed_batches,
+    full_tmpfs_gives_typed_errors_and_keeps_committed_batches_on_redb,
+    full_tmpfs
+);
+
+fn full_tmpfs<S: TestEngine>() {
     let mount = tempfile::tempdir().unwrap();
     if !mount_tmpfs(mount.path(), "3m") {
-        done("full disk (tmpfs)", Some("cannot mount a tmpfs here"));
+        done::<S>("full disk (tmpfs)", Some("cannot mount a tmpfs here"));
         return;
     }
     let path = mount.path().join("db");
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let mut tree = match tree_at(&path) {
+        let mut tree = match big_tree_at::<S>(&path) {
             Ok(tree) => tree,
             // Too small even to create: a typed error is the right answer too.
-            Err(e @ (SledTreeError::Store(_) | SledTreeError::Io { .. })) => {
+            Err(e @ (PersistentTreeError::Store(_) | PersistentTreeError::Io { .. })) => {
                 println!("tmpfs too small to create a tree: {e}");
                 return (0, None);
             }
@@ -281,7 +345,7 @@ fn full_tmpfs_gives_typed_errors_and_keeps_committed_batches() {
                     committed = k;
                     last = (tree.root(), tree.metadata().unwrap());
                 }
-                Err(e @ (SledTreeError::Store(_) | SledTreeError::Indeterminate)) => {
+                Err(e @ (PersistentTreeError::Store(_) | PersistentTreeError::Indeterminate)) => {
                     println!("tmpfs full after {committed} batches: {e}");
                     assert_eq!((tree.root(), tree.next_index()), before);
                     return (committed, Some(last));
@@ -302,7 +366,7 @@ fn full_tmpfs_gives_typed_errors_and_keeps_committed_batches() {
         assert!(committed > 0);
         // Reopen (still full): the last committed batch or, when sled wrote the failing batch
         // before its flush failed, that one; never a torn one.
-        let reopened = catch_unwind(|| tree_at(&path));
+        let reopened = catch_unwind(|| big_tree_at::<S>(&path));
         match reopened {
             Ok(Ok(tree)) => {
                 let got_meta = tree.metadata().unwrap();
@@ -313,7 +377,7 @@ fn full_tmpfs_gives_typed_errors_and_keeps_committed_batches() {
                 );
                 assert!(tree.verify_integrity().unwrap().is_empty());
             }
-            Ok(Err(SledTreeError::Store(_) | SledTreeError::Io { .. })) => {}
+            Ok(Err(PersistentTreeError::Store(_) | PersistentTreeError::Io { .. })) => {}
             Ok(Err(e)) => panic!("unexpected reopen error on a full disk: {e}"),
             Err(_) => {
                 umount(mount.path());
@@ -322,16 +386,21 @@ fn full_tmpfs_gives_typed_errors_and_keeps_committed_batches() {
         }
     }
     umount(mount.path());
-    done("full disk (tmpfs)", None);
+    done::<S>("full disk (tmpfs)", None);
 }
 
-#[test]
-fn read_only_directory_is_a_typed_error_and_untouched() {
+on_both_engines!(
+    read_only_directory_is_a_typed_error_and_untouched,
+    read_only_directory_is_a_typed_error_and_untouched_on_redb,
+    read_only_directory
+);
+
+fn read_only_directory<S: TestEngine>() {
     let holder = tempfile::tempdir().unwrap();
     let (dir, mounted) = if is_root() {
         // Root ignores permission bits: only a read-only mount is read-only.
         if !mount_tmpfs(holder.path(), "16m") {
-            done(
+            done::<S>(
                 "read-only directory",
                 Some("root without mount: permissions do not bind root"),
             );
@@ -342,7 +411,7 @@ fn read_only_directory_is_a_typed_error_and_untouched() {
         (holder.path().join("db"), false)
     };
     {
-        let mut tree = tree_at(&dir).unwrap();
+        let mut tree = tree_at::<S>(&dir).unwrap();
         tree.apply(block(1, 0)).unwrap();
     }
     if mounted {
@@ -356,7 +425,7 @@ fn read_only_directory_is_a_typed_error_and_untouched() {
         set_mode(&dir, true);
     }
     let before = contents(&dir);
-    let got = catch_unwind(|| tree_at(&dir).map(|t| t.root()));
+    let got = catch_unwind(|| tree_at::<S>(&dir).map(|t| t.root()));
     if mounted {
         umount(holder.path());
     } else {
@@ -364,13 +433,16 @@ fn read_only_directory_is_a_typed_error_and_untouched() {
     }
     let got = got.expect("opening a read-only directory panicked");
     assert!(
-        matches!(got, Err(SledTreeError::Io { .. } | SledTreeError::Store(_))),
+        matches!(
+            got,
+            Err(PersistentTreeError::Io { .. } | PersistentTreeError::Store(_))
+        ),
         "{got:?}"
     );
     if !mounted {
         assert_eq!(contents(&dir), before);
     }
-    done("read-only directory", None);
+    done::<S>("read-only directory", None);
 }
 
 /// Makes `dir` and its files read-only (or writable again).

@@ -132,7 +132,7 @@ fn power_loss_reopens_at_a_committed_prefix_never_before_the_last_flush() {
 /// The simulator itself: unflushed batches are lost unless they are in the surviving prefix.
 #[test]
 fn simulator_loses_unflushed_batches_and_keeps_prefixes() {
-    use tree_sled::{NodeStore, StoreBatch};
+    use tree_sled::{KvStore, StoreBatch};
     let store = PowerLossStore::new(false);
     let put = |k: u8| {
         let mut b = StoreBatch::default();

@@ -6,12 +6,11 @@ use std::sync::Arc;
 use hasher::{Keccak256Hasher, PoseidonHasher};
 use integration_tests::{cases, fr_leaf, FaultyStore, Injected};
 use proptest::prelude::*;
+use tree_core::persistent::layout::{node_key, DEPTH_KEY, FORMAT_VERSION_KEY, NEXT_INDEX_KEY};
 use tree_core::testing::{arb_ops, check_ops, mix_leaf, MixHasher, Op, ReferenceTree};
 use tree_core::{Depth, MerkleTree, MerkleTreeExt, RehashConfig, UpdateBatch};
-use tree_sled::keys::{node_key, DEPTH_KEY, FORMAT_VERSION_KEY, NEXT_INDEX_KEY};
 use tree_sled::{
-    Durability, MemStore, NodeStore, SledConfig, SledMerkleTree, SledStore, SledTreeError,
-    StoreBatch,
+    Durability, KvStore, MemStore, SledConfig, SledMerkleTree, SledStore, SledTreeError, StoreBatch,
 };
 
 type MemTree<H> = SledMerkleTree<H, MemStore>;

@@ -69,6 +69,20 @@ pub fn time_pair<A, B>(
     (Stats::from_samples(a), Stats::from_samples(b))
 }
 
+/// Times several implementations of one operation, runs interleaved round-robin (A, B, C, A,
+/// B, C…) as [`time_pair`] does for two. Returns one [`Stats`] per operation, in order.
+pub fn time_round_robin(reps: usize, ops: &mut [&mut dyn FnMut()]) -> Vec<Stats> {
+    let mut samples = vec![Vec::new(); ops.len()];
+    for _ in 0..reps.max(1) {
+        for (op, samples) in ops.iter_mut().zip(&mut samples) {
+            let started = std::time::Instant::now();
+            op();
+            samples.push(started.elapsed());
+        }
+    }
+    samples.into_iter().map(Stats::from_samples).collect()
+}
+
 impl Stats {
     /// Median, min and max of `samples` (at least one).
     #[must_use]

@@ -10,9 +10,7 @@ use derive_where::derive_where;
 use hasher::{Digest, Hasher};
 use rustc_hash::FxHashMap;
 
-use crate::history::{
-    value_at, CheckpointInfo, CheckpointList, Checkpoints, History, HistoryConfig,
-};
+use crate::history::{CheckpointInfo, CheckpointList, FrameRef, HistoryConfig, UndoFrames};
 use crate::rehash::{apply_writes, NodeLevels};
 use crate::state::Bookkeeping;
 use crate::{Depth, MerkleProof, MerkleTree, NodeAddr, RehashConfig, TreeError, UpdateBatch};
@@ -28,9 +26,10 @@ pub trait MemNodes<H: Hasher>: NodeLevels<H, Error = Infallible> {
 }
 
 /// One checkpoint's undo frame: the value at the checkpoint of every node, and the deleted flag
-/// of every leaf, first changed after it.
+/// of every leaf, first changed after it. Also what a rewind gathers from the frames it
+/// consumes.
 #[derive_where(Clone, Debug, Default)]
-struct Frame<H: Hasher> {
+pub struct Frame<H: Hasher> {
     nodes: FxHashMap<NodeAddr, Digest<H>>,
     deleted: FxHashMap<u64, bool>,
 }
@@ -199,98 +198,86 @@ impl<H: Hasher, S: MemNodes<H>> MerkleTree for InMemoryTree<H, S> {
     }
 }
 
-impl<H: Hasher, S: MemNodes<H>> History for InMemoryTree<H, S> {
-    fn history_config(&self) -> HistoryConfig {
-        self.history.config
+impl<H: Hasher, S: MemNodes<H>> UndoFrames for InMemoryTree<H, S> {
+    type Restore = Frame<H>;
+
+    fn history_state(&self) -> (HistoryConfig, &CheckpointList<Digest<H>>) {
+        (self.history.config, &self.history.list)
     }
 
-    fn set_history_config(&mut self, config: HistoryConfig) -> Result<(), TreeError> {
+    fn recorded_node(
+        &self,
+        frame: FrameRef,
+        addr: NodeAddr,
+    ) -> Result<Option<Digest<H>>, TreeError> {
+        Ok(self.history.frames[frame.position]
+            .nodes
+            .get(&addr)
+            .copied())
+    }
+
+    fn frame_records(&self, frame: FrameRef, out: &mut Frame<H>) -> Result<(), TreeError> {
+        let frame = &self.history.frames[frame.position];
+        for (addr, value) in &frame.nodes {
+            out.nodes.entry(*addr).or_insert(*value);
+        }
+        for (index, deleted) in &frame.deleted {
+            out.deleted.entry(*index).or_insert(*deleted);
+        }
+        Ok(())
+    }
+
+    fn commit_history(
+        &mut self,
+        config: HistoryConfig,
+        list: CheckpointList<Digest<H>>,
+        added: Option<&CheckpointInfo<Digest<H>>>,
+        removed: &[u64],
+    ) -> Result<(), TreeError> {
+        if added.is_some() {
+            self.history.frames.push(Frame::default());
+        }
+        // Pruning removes the oldest checkpoints, whose frames are the first ones.
+        self.history.frames.drain(..removed.len());
         self.history.config = config;
-        let pruned = self.history.list.prune(config.max_checkpoints).len();
-        self.history.frames.drain(..pruned);
+        self.history.list = list;
         Ok(())
     }
 
-    fn checkpoint(&mut self, id: u64) -> Result<(), TreeError> {
-        self.history.list.check_new(id)?;
-        if self.history.config.max_checkpoints == 0 {
-            return Ok(());
-        }
-        let info = CheckpointInfo {
-            id,
-            root: self.root(),
-            next_index: self.book.next_index,
-            metadata: self.book.metadata.clone(),
-        };
-        self.history.frames.push(Frame::default());
-        let pruned = self
-            .history
-            .list
-            .push(info, self.history.config.max_checkpoints)
-            .len();
-        self.history.frames.drain(..pruned);
-        Ok(())
-    }
-
-    fn rewind_to(&mut self, id: u64) -> Result<(), TreeError> {
-        let pos = self.history.list.position(id)?;
-        // Newest frame first, so the oldest (checkpoint `id`'s own) value of each node wins.
-        let mut nodes: FxHashMap<NodeAddr, Digest<H>> = FxHashMap::default();
-        let mut deleted: FxHashMap<u64, bool> = FxHashMap::default();
-        for frame in self.history.frames[pos..].iter().rev() {
-            nodes.extend(frame.nodes.iter().map(|(a, v)| (*a, *v)));
-            deleted.extend(frame.deleted.iter().map(|(i, d)| (*i, *d)));
-        }
-        let mut nodes: Vec<(NodeAddr, Digest<H>)> = nodes.into_iter().collect();
+    fn commit_rewind(
+        &mut self,
+        restore: Frame<H>,
+        to: &CheckpointInfo<Digest<H>>,
+        consumed: &[u64],
+        list: CheckpointList<Digest<H>>,
+    ) -> Result<(), TreeError> {
+        let mut nodes: Vec<(NodeAddr, Digest<H>)> = restore.nodes.into_iter().collect();
         nodes.sort_unstable_by_key(|(addr, _)| *addr);
         for level in nodes.chunk_by(|a, b| a.0.level == b.0.level) {
             let indices: Vec<u64> = level.iter().map(|(a, _)| a.index).collect();
             let values: Vec<Digest<H>> = level.iter().map(|(_, v)| *v).collect();
             let Ok(()) = self.nodes.write_level(level[0].0.level, &indices, &values);
         }
-        for (index, was_deleted) in deleted {
+        for (index, was_deleted) in restore.deleted {
             if was_deleted {
                 self.book.deleted.insert(index);
             } else {
                 self.book.deleted.remove(&index);
             }
         }
-        let info = &self.history.list.as_slice()[pos];
-        self.book.next_index = info.next_index;
-        self.book.metadata.clone_from(&info.metadata);
+        self.book.next_index = to.next_index;
+        self.book.metadata.clone_from(&to.metadata);
         debug_assert!(
-            self.root() == info.root,
+            self.root() == to.root,
             "rewind restores the checkpoint's root"
         );
-        self.history.list.truncate_after(pos);
-        self.history.frames.truncate(pos + 1);
-        self.history.frames[pos] = Frame::default();
+        // `to` keeps its (now empty) frame; the later ones go with their checkpoints.
+        let keep = self.history.frames.len() - consumed.len() + 1;
+        self.history.frames.truncate(keep);
+        if let Some(frame) = self.history.frames.last_mut() {
+            *frame = Frame::default();
+        }
+        self.history.list = list;
         Ok(())
-    }
-
-    fn checkpoints(&self) -> Result<Checkpoints<H>, TreeError> {
-        Ok(self.history.list.as_slice().to_vec())
-    }
-
-    fn proof_at(&self, root: &Digest<H>, index: u64) -> Result<MerkleProof<H>, TreeError> {
-        let Some(pos) =
-            self.history
-                .list
-                .resolve_root(root, self.root(), self.history.config.root_window)?
-        else {
-            return self.proof(index);
-        };
-        self.book.depth.check_index(index)?;
-        let frames = &self.history.frames[pos..];
-        let siblings = NodeAddr::proof_path(self.book.depth, index)
-            .map(|addr| {
-                let Ok(value) = value_at::<_, Infallible>(
-                    frames.iter().map(|f| Ok(f.nodes.get(&addr).copied())),
-                    || Ok(self.nodes.get(addr)),
-                );
-                value
-            })
-            .collect();
-        Ok(MerkleProof::new(index, siblings))
     }
 }

@@ -2,24 +2,7 @@
 
 use std::path::PathBuf;
 
-/// When an applied batch becomes durable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(
-    feature = "serde",
-    serde(rename_all = "snake_case", deny_unknown_fields)
-)]
-pub enum Durability {
-    /// fsync after every apply: a crash loses nothing that `apply` acknowledged.
-    EveryCommit,
-    /// sled flushes in the background every `every_ms` milliseconds: a crash can lose the
-    /// batches acknowledged in the last `every_ms` (each lost batch is lost whole; the tree
-    /// reopens at the state after some earlier batch). Call `flush()` for a durability point.
-    Periodic {
-        /// Flush interval in milliseconds.
-        every_ms: u64,
-    },
-}
+use tree_core::persistent::Durability;
 
 /// sled's storage mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

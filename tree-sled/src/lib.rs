@@ -1,18 +1,16 @@
-//! A persistent Merkle tree on sled, for RLN membership sets and embedded services.
+//! sled as a store of Canopy's persistent tree: for RLN membership sets and embedded services
+//! that run what zerokit runs.
 //!
-//! ```text
-//!  MerkleTree::apply(UpdateBatch)            (tree-core: validate once, rehash once)
-//!        │
-//!  SledMerkleTree ── overlay of changed nodes ──► one StoreBatch ──► one sled::Batch
-//!        │                                        (nodes + next_index + deleted + metadata)
-//!  NodeStore (SledStore | MemStore | test fakes)
-//! ```
+//! This crate is the sled store only — [`SledStore`] (one `sled::Batch` per commit, the
+//! directory lock, the release wait on drop) and its typed [`SledConfig`]. The tree itself
+//! (rules, rehash, history, the commit protocol) is tree-core's
+//! [`PersistentTree`](tree_core::persistent::PersistentTree), the same engine `tree-redb`
+//! stores with redb; the bytes are tree-core's [`layout`](tree_core::persistent::layout).
 //!
 //! - Every `apply` is atomic, crash or not; durability follows [`Durability`].
 //! - Opening reads the header, counters and root only: O(1) in the number of leaves.
 //! - Another depth, another hasher, an unknown format, corrupt bytes or a locked path are typed
 //!   [`SledTreeError`]s at once; a load error never silently creates a fresh tree.
-//! - The on-disk layout is documented in [`keys`].
 //!
 //! ```
 //! use hasher::{Fr, PoseidonHasher};
@@ -30,14 +28,20 @@
 //! ```
 
 mod config;
-mod error;
-pub mod keys;
-mod shared;
 mod store;
-mod tree;
 
-pub use config::{Durability, Mode, SledConfig};
-pub use error::SledTreeError;
-pub use shared::SharedTree;
-pub use store::{MemStore, NodeStore, SledStore, StoreBatch, LOCK_FILE};
-pub use tree::{IntegrityIssue, PreparedApply, SledMerkleTree, StoreTreeError};
+pub use config::{Mode, SledConfig};
+pub use store::SledStore;
+pub use tree_core::persistent::{
+    Durability, IntegrityIssue, KvStore, MemStore, PreparedApply, StoreBatch, StoreTreeError,
+    LOCK_FILE,
+};
+
+/// The persistent tree on sled (any [`KvStore`] as `S`, sled by default).
+pub type SledMerkleTree<H, S = SledStore> = tree_core::persistent::PersistentTree<H, S>;
+
+/// The persistent tree's error, with sled's error as the default store error.
+pub type SledTreeError<E = sled::Error> = tree_core::persistent::PersistentTreeError<E>;
+
+/// A [`SledMerkleTree`] shared by one writer and many readers.
+pub type SharedTree<H, S = SledStore> = tree_core::persistent::SharedTree<H, S>;

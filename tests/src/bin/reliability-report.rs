@@ -114,7 +114,30 @@ fn main() -> ExitCode {
             &["execs"],
         ),
         Line::new("bad_input", "bad input", &[], &[], &["total"]),
+        Line::new(
+            "redb_model",
+            "redb model",
+            &["cases", "ops"],
+            &["mismatches"],
+            &["cases"],
+        ),
+        Line::new(
+            "redb_kill9",
+            "redb kill -9",
+            &["trials"],
+            &["torn", "lost"],
+            &["trials"],
+        ),
+        Line::new(
+            "redb_power_loss",
+            "redb power-loss",
+            &["cases"],
+            &["violations"],
+            &["cases"],
+        ),
+        Line::new("redb_bad_input", "redb bad input", &[], &[], &["total"]),
         Line::new("env", "env", &["checks"], &[], &["checks"]),
+        Line::new("redb_env", "redb env", &["checks"], &[], &["checks"]),
         Line::new(
             "chain",
             "chain",
@@ -152,8 +175,8 @@ fn main() -> ExitCode {
         };
         let n = |k: &str| suite.numbers.get(k).copied().unwrap_or(0);
         let mut text = match key {
-            "model" => format!("{} cases/{} ops", n("cases"), n("ops")),
-            "bad_input" => format!("{}/{}", n("passed"), n("total")),
+            "model" | "redb_model" => format!("{} cases/{} ops", n("cases"), n("ops")),
+            "bad_input" | "redb_bad_input" => format!("{}/{}", n("passed"), n("total")),
             _ => shown
                 .iter()
                 .map(|k| format!("{} {k}", n(k)))
@@ -171,14 +194,14 @@ fn main() -> ExitCode {
                 failed.push(format!("{key}: no {k}: it proved nothing"));
             }
         }
-        if key == "bad_input" && n("passed") != n("total") {
+        if key.ends_with("bad_input") && n("passed") != n("total") {
             failed.push(format!(
                 "bad input: {} of {} failed",
                 n("total") - n("passed"),
                 n("total")
             ));
         }
-        if key == "env" {
+        if key.ends_with("env") {
             text.push_str(&format!(" ({} skipped)", n("skipped")));
         }
         if !suite.notes.is_empty() {

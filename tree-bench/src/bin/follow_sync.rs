@@ -17,16 +17,16 @@ use chain_harness::LocalChain;
 use follower::{ChainClient, Follower, FollowerConfig, RootCheck, SyncMode};
 use tree_bench::loopback::{self, get_ok, load, start};
 use tree_core::{Depth, MerkleTree};
-use tree_sled::{SharedTree, SledConfig, SledMerkleTree};
+use tree_engines::{DbConfig, DbTree, SharedDbTree};
 
 fn follower(
     url: &url::Url,
     contract: alloy::primitives::Address,
     config: FollowerConfig,
 ) -> Follower {
-    let tree = SledMerkleTree::open(&SledConfig::temporary(), Depth::new(20).unwrap()).unwrap();
+    let tree = DbTree::open(&DbConfig::default(), Depth::new(20).unwrap()).unwrap();
     let client = ChainClient::new(url.clone(), contract, config.retry).unwrap();
-    Follower::new(client, config, Arc::new(SharedTree::new(tree))).unwrap()
+    Follower::new(client, config, Arc::new(SharedDbTree::new(tree))).unwrap()
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

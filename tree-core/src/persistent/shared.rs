@@ -1,28 +1,27 @@
 //! A tree shared by a service: many threads read consistent (root, proof) pairs while one
 //! writer applies batches.
 //!
-//! A write is split in two: [`SledMerkleTree::prepare`] does all the hashing and builds the store
+//! A write is split in two: [`PersistentTree::prepare`] does all the hashing and builds the store
 //! batch under the *shared* lock, so readers keep reading the old state meanwhile; only
-//! [`SledMerkleTree::publish`] (one store commit and a few assignments) takes the exclusive
+//! [`PersistentTree::publish`] (one store commit and a few assignments) takes the exclusive
 //! lock. Writers are serialised by their own mutex, so nothing changes the tree between the two
 //! steps. Every read closure sees exactly one state.
 
+use crate::UpdateBatch;
 use hasher::{Digest, DigestCodec};
 use parking_lot::{Mutex, RwLock};
-use tree_core::UpdateBatch;
 
-use crate::store::{NodeStore, SledStore};
-use crate::tree::{SledMerkleTree, StoreTreeError};
+use super::{KvStore, PersistentTree, StoreTreeError};
 
-/// A [`SledMerkleTree`] behind a reader-writer lock, for concurrent readers and one writer.
-pub struct SharedTree<H: DigestCodec, S: NodeStore = SledStore> {
-    tree: RwLock<SledMerkleTree<H, S>>,
+/// A [`PersistentTree`] behind a reader-writer lock, for concurrent readers and one writer.
+pub struct SharedTree<H: DigestCodec, S: KvStore> {
+    tree: RwLock<PersistentTree<H, S>>,
     writer: Mutex<()>,
 }
 
-impl<H: DigestCodec, S: NodeStore> SharedTree<H, S> {
+impl<H: DigestCodec, S: KvStore> SharedTree<H, S> {
     /// Shares `tree`.
-    pub fn new(tree: SledMerkleTree<H, S>) -> Self {
+    pub fn new(tree: PersistentTree<H, S>) -> Self {
         Self {
             tree: RwLock::new(tree),
             writer: Mutex::new(()),
@@ -31,7 +30,7 @@ impl<H: DigestCodec, S: NodeStore> SharedTree<H, S> {
 
     /// Runs `f` on one consistent state of the tree (shared lock; concurrent with other readers
     /// and with a writer's hashing).
-    pub fn read<R>(&self, f: impl FnOnce(&SledMerkleTree<H, S>) -> R) -> R {
+    pub fn read<R>(&self, f: impl FnOnce(&PersistentTree<H, S>) -> R) -> R {
         f(&self.tree.read())
     }
 
@@ -49,7 +48,7 @@ impl<H: DigestCodec, S: NodeStore> SharedTree<H, S> {
     /// under the shared lock as in [`apply`](Self::apply).
     ///
     /// # Errors
-    /// As [`SledMerkleTree::apply_checkpointed`].
+    /// As [`PersistentTree::apply_checkpointed`].
     pub fn apply_checkpointed(
         &self,
         batch: UpdateBatch<H>,
@@ -67,7 +66,7 @@ impl<H: DigestCodec, S: NodeStore> SharedTree<H, S> {
     /// chain follower compares the root with the contract's before the block lands).
     ///
     /// # Errors
-    /// As [`SledMerkleTree::apply_checkpointed`]; `accept`'s refusal is the inner error.
+    /// As [`PersistentTree::apply_checkpointed`]; `accept`'s refusal is the inner error.
     pub fn apply_checkpointed_if<E>(
         &self,
         batch: UpdateBatch<H>,
@@ -84,13 +83,13 @@ impl<H: DigestCodec, S: NodeStore> SharedTree<H, S> {
     }
 
     /// Runs `f` with exclusive access (checkpoints, rewinds, configuration).
-    pub fn write<R>(&self, f: impl FnOnce(&mut SledMerkleTree<H, S>) -> R) -> R {
+    pub fn write<R>(&self, f: impl FnOnce(&mut PersistentTree<H, S>) -> R) -> R {
         let _writer = self.writer.lock();
         f(&mut self.tree.write())
     }
 
     /// The tree back.
-    pub fn into_inner(self) -> SledMerkleTree<H, S> {
+    pub fn into_inner(self) -> PersistentTree<H, S> {
         self.tree.into_inner()
     }
 }

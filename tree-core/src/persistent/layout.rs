@@ -1,4 +1,6 @@
-//! The on-disk layout: every key of a tree, in one sled tree (the database's default tree).
+//! The on-disk layout: every key of a tree and every value's encoding, side by side, for every
+//! engine. sled keeps these keys in its default tree, redb in one table; the bytes are the same,
+//! so what a key means and how its value is read is written once, here.
 //!
 //! | key                                   | value                                  |
 //! |---------------------------------------|----------------------------------------|
@@ -15,21 +17,24 @@
 //! | `U` id:`u64` BE, then a key           | undo: that key's value at checkpoint `id`, `0` = absent or `1` + value |
 //! | `M` `commits`                         | `u64` big-endian: batches committed (absent = 0); every batch bumps it, so after a failed commit one read tells whether it landed |
 //!
-//! Nodes are stored in chunks of [`CHUNK_NODES`] consecutive nodes of one level: one sled entry per
-//! 16 nodes instead of one per node cuts sled's per-entry log and index overhead (disk, batch
+//! Nodes are stored in chunks of [`CHUNK_NODES`] consecutive nodes of one level: one store entry per
+//! 16 nodes instead of one per node cuts the engine's per-entry log and index overhead (disk, batch
 //! and open time) by the same factor, and a membership set, which grows from index 0, fills its
 //! chunks densely. Slots holding the empty subtree of their level are stored as that value; a
 //! chunk whose slots are all empty is not stored (absent = empty), so a fresh tree holds only its
-//! header. Big-endian chunk numbers make sled's byte order equal `(level, index)` order. The
+//! header. Big-endian chunk numbers make the engine's byte order equal `(level, index)` order. The
 //! header, nodes, `next_index`, deleted slots and metadata of one apply travel in one
-//! `sled::Batch`, together with the undo records it adds to the newest checkpoint's frame.
+//! [`StoreBatch`](super::StoreBatch) (one sled batch, one redb write transaction), together with the undo records it adds to the newest checkpoint's frame.
 //!
 //! Undo records work on keys, not nodes: before an apply first overwrites a key after checkpoint
 //! `id`, its previous value is stored under `U id key`. Rewinding to `id` writes back, per key,
-//! the record of the oldest frame `>= id` (sled scans `U` keys in id order) and drops those
+//! the record of the oldest frame `>= id` (a prefix scan returns `U` keys in id order) and drops those
 //! frames and later checkpoints, in one batch.
 
-use tree_core::NodeAddr;
+use hasher::{Digest, DigestCodec};
+
+use super::Corrupt;
+use crate::{CheckpointInfo, Depth, HistoryConfig, NodeAddr};
 
 /// The layout version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -217,6 +222,171 @@ pub fn decode_undo(bytes: &[u8]) -> Option<Option<&[u8]>> {
     }
 }
 
+/// `u64` big-endian (counters, `next_index`).
+#[must_use]
+pub fn encode_u64(value: u64) -> Vec<u8> {
+    value.to_be_bytes().to_vec()
+}
+
+/// Reads a `u64` big-endian value stored at `key`.
+///
+/// # Errors
+/// [`Corrupt`] unless the value is exactly 8 bytes.
+pub fn decode_u64(key: &[u8], bytes: &[u8]) -> Result<u64, Corrupt> {
+    <[u8; 8]>::try_from(bytes)
+        .map(u64::from_be_bytes)
+        .map_err(|_| Corrupt::new(key, "expected 8 bytes"))
+}
+
+/// `u32` big-endian (format version, digest length).
+#[must_use]
+pub fn encode_u32(value: u32) -> Vec<u8> {
+    value.to_be_bytes().to_vec()
+}
+
+/// Reads a `u32` big-endian value stored at `key`.
+///
+/// # Errors
+/// [`Corrupt`] unless the value is exactly 4 bytes.
+pub fn decode_u32(key: &[u8], bytes: &[u8]) -> Result<u32, Corrupt> {
+    <[u8; 4]>::try_from(bytes)
+        .map(u32::from_be_bytes)
+        .map_err(|_| Corrupt::new(key, "expected 4 bytes"))
+}
+
+/// The stored depth: one byte.
+#[must_use]
+pub fn encode_depth(depth: Depth) -> Vec<u8> {
+    vec![depth.get()]
+}
+
+/// Reads the stored depth.
+///
+/// # Errors
+/// [`Corrupt`] for a value that is not one byte in `1..=63`.
+pub fn decode_depth(bytes: &[u8]) -> Result<Depth, Corrupt> {
+    match bytes {
+        [depth] => Depth::new(*depth).map_err(|_| Corrupt::new(DEPTH_KEY, "depth outside 1..=63")),
+        _ => Err(Corrupt::new(DEPTH_KEY, "expected 1 byte")),
+    }
+}
+
+/// The digest length of codec `H`, as stored under [`DIGEST_LEN_KEY`].
+///
+/// # Errors
+/// [`Corrupt`] (naming the key) for a codec whose length does not fit the field: a codec bug,
+/// reported rather than stored saturated.
+pub fn digest_len<H: DigestCodec>() -> Result<u32, Corrupt> {
+    u32::try_from(H::LEN).map_err(|_| Corrupt::new(DIGEST_LEN_KEY, "digest length exceeds u32"))
+}
+
+/// A chunk's nodes, each in its canonical encoding, in slot order.
+#[must_use]
+pub fn encode_chunk<H: DigestCodec>(nodes: &[Digest<H>]) -> Vec<u8> {
+    let mut bytes = vec![0u8; nodes.len() * H::LEN];
+    for (out, value) in bytes.chunks_exact_mut(H::LEN).zip(nodes) {
+        H::encode(value, out);
+    }
+    bytes
+}
+
+/// Reads a chunk stored at `key`.
+///
+/// # Errors
+/// [`Corrupt`] for a wrong length or a non-canonical node.
+pub fn decode_chunk<H: DigestCodec>(key: &[u8], bytes: &[u8]) -> Result<Vec<Digest<H>>, Corrupt> {
+    if bytes.len() != CHUNK_NODES * H::LEN {
+        return Err(Corrupt::new(key, "node chunk has the wrong length"));
+    }
+    bytes
+        .chunks_exact(H::LEN)
+        .map(|node| {
+            H::decode(node).map_err(|_| Corrupt::new(key, "node bytes are not a canonical digest"))
+        })
+        .collect()
+}
+
+/// Reads only slot `slot` of a chunk stored at `key` (a proof decodes one node per level).
+///
+/// # Errors
+/// As [`decode_chunk`].
+pub fn decode_chunk_slot<H: DigestCodec>(
+    key: &[u8],
+    bytes: &[u8],
+    slot: usize,
+) -> Result<Digest<H>, Corrupt> {
+    if bytes.len() != CHUNK_NODES * H::LEN || slot >= CHUNK_NODES {
+        return Err(Corrupt::new(key, "node chunk has the wrong length"));
+    }
+    H::decode(&bytes[slot * H::LEN..(slot + 1) * H::LEN])
+        .map_err(|_| Corrupt::new(key, "node bytes are not a canonical digest"))
+}
+
+/// A checkpoint record: root, `next_index` big-endian, metadata.
+#[must_use]
+pub fn encode_checkpoint<H: DigestCodec>(info: &CheckpointInfo<Digest<H>>) -> Vec<u8> {
+    let mut record = vec![0u8; H::LEN];
+    H::encode(&info.root, &mut record);
+    record.extend_from_slice(&info.next_index.to_be_bytes());
+    record.extend_from_slice(&info.metadata);
+    record
+}
+
+/// Reads a checkpoint record from its key and value.
+///
+/// # Errors
+/// [`Corrupt`] for a malformed key, a short record or a non-canonical root.
+pub fn decode_checkpoint<H: DigestCodec>(
+    key: &[u8],
+    value: &[u8],
+) -> Result<CheckpointInfo<Digest<H>>, Corrupt> {
+    let id =
+        parse_checkpoint_key(key).ok_or_else(|| Corrupt::new(key, "malformed checkpoint key"))?;
+    if value.len() < H::LEN + 8 {
+        return Err(Corrupt::new(key, "checkpoint record too short"));
+    }
+    let (root, rest) = value.split_at(H::LEN);
+    let (next_index, metadata) = rest.split_at(8);
+    Ok(CheckpointInfo {
+        id,
+        root: H::decode(root).map_err(|_| Corrupt::new(key, "checkpoint root is not a digest"))?,
+        next_index: decode_u64(key, next_index)?,
+        metadata: metadata.to_vec(),
+    })
+}
+
+/// The history settings: `max_checkpoints`, `root_window`, two `u64` big-endian.
+///
+/// # Errors
+/// [`Corrupt`] (naming [`HISTORY_KEY`]) for a limit beyond `u64` (no platform has one today).
+pub fn encode_history(config: HistoryConfig) -> Result<Vec<u8>, Corrupt> {
+    let wide = |n: usize| {
+        u64::try_from(n).map_err(|_| Corrupt::new(HISTORY_KEY, "history limit beyond u64"))
+    };
+    let mut value = Vec::with_capacity(16);
+    value.extend_from_slice(&wide(config.max_checkpoints)?.to_be_bytes());
+    value.extend_from_slice(&wide(config.root_window)?.to_be_bytes());
+    Ok(value)
+}
+
+/// Reads the history settings.
+///
+/// # Errors
+/// [`Corrupt`] unless 16 bytes whose limits fit this platform's `usize`.
+pub fn decode_history(bytes: &[u8]) -> Result<HistoryConfig, Corrupt> {
+    if bytes.len() != 16 {
+        return Err(Corrupt::new(HISTORY_KEY, "expected 16 bytes"));
+    }
+    let narrow = |half: &[u8]| {
+        usize::try_from(decode_u64(HISTORY_KEY, half)?)
+            .map_err(|_| Corrupt::new(HISTORY_KEY, "history limit beyond this platform's usize"))
+    };
+    Ok(HistoryConfig {
+        max_checkpoints: narrow(&bytes[..8])?,
+        root_window: narrow(&bytes[8..])?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,5 +447,50 @@ mod tests {
         );
         assert_eq!(decode_undo(&[2, 1]), None);
         assert_eq!(decode_undo(&[]), None);
+    }
+
+    #[test]
+    fn values_round_trip_and_reject_bad_lengths() {
+        use hasher::Keccak256Hasher as K;
+        assert_eq!(decode_u64(b"k", &encode_u64(u64::MAX)), Ok(u64::MAX));
+        assert!(decode_u64(b"k", &[0; 7]).is_err());
+        assert_eq!(decode_u32(b"k", &encode_u32(7)), Ok(7));
+        assert!(decode_u32(b"k", &[0; 5]).is_err());
+        let depth = Depth::new(20).unwrap();
+        assert_eq!(decode_depth(&encode_depth(depth)), Ok(depth));
+        assert!(decode_depth(&[0]).is_err() && decode_depth(&[64]).is_err());
+        assert!(decode_depth(&[1, 2]).is_err());
+        assert_eq!(digest_len::<K>(), Ok(32));
+
+        let chunk: Vec<[u8; 32]> = (0..16u8).map(|i| [i; 32]).collect();
+        let bytes = encode_chunk::<K>(&chunk);
+        assert_eq!(decode_chunk::<K>(b"N", &bytes), Ok(chunk.clone()));
+        assert_eq!(decode_chunk_slot::<K>(b"N", &bytes, 5), Ok([5; 32]));
+        assert!(decode_chunk::<K>(b"N", &bytes[1..]).is_err());
+        assert!(decode_chunk_slot::<K>(b"N", &bytes, CHUNK_NODES).is_err());
+
+        let info = CheckpointInfo {
+            id: 9,
+            root: [3u8; 32],
+            next_index: 77,
+            metadata: b"block".to_vec(),
+        };
+        let record = encode_checkpoint::<K>(&info);
+        assert_eq!(
+            decode_checkpoint::<K>(&checkpoint_key(9), &record),
+            Ok(info)
+        );
+        assert!(decode_checkpoint::<K>(&checkpoint_key(9), &record[..39]).is_err());
+        assert!(decode_checkpoint::<K>(b"C", &record).is_err());
+
+        let history = HistoryConfig {
+            max_checkpoints: 3,
+            root_window: 4,
+        };
+        assert_eq!(
+            decode_history(&encode_history(history).unwrap()),
+            Ok(history)
+        );
+        assert!(decode_history(&[0; 15]).is_err());
     }
 }

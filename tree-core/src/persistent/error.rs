@@ -2,13 +2,13 @@
 
 use std::path::PathBuf;
 
-use tree_core::{AsTreeError, TreeError};
+use crate::{AsTreeError, TreeError};
 
 /// Why a persistent tree operation failed. Generic over the store's error so a fake store in
 /// tests keeps its own type.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum SledTreeError<S: std::error::Error + 'static = sled::Error> {
+pub enum PersistentTreeError<S: std::error::Error + 'static> {
     /// A tree rule was broken (bad index, range, delete...): nothing was written.
     #[error(transparent)]
     Tree(#[from] TreeError),
@@ -82,11 +82,66 @@ pub enum SledTreeError<S: std::error::Error + 'static = sled::Error> {
     },
 }
 
-impl<S: std::error::Error + 'static> AsTreeError for SledTreeError<S> {
+impl<S: std::error::Error + 'static> AsTreeError for PersistentTreeError<S> {
     fn as_tree_error(&self) -> Option<&TreeError> {
         match self {
             Self::Tree(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+impl<S: std::error::Error + 'static> PersistentTreeError<S> {
+    /// The same error with the store's error mapped by `f` (a store that wraps another, such as
+    /// one over several engines, reports the inner store's errors as its own).
+    pub fn map_store<T: std::error::Error + 'static>(
+        self,
+        f: impl FnOnce(S) -> T,
+    ) -> PersistentTreeError<T> {
+        use PersistentTreeError as E;
+        match self {
+            E::Tree(e) => E::Tree(e),
+            E::Store(e) => E::Store(f(e)),
+            E::Corrupted { key, reason } => E::Corrupted { key, reason },
+            E::DepthMismatch { stored, requested } => E::DepthMismatch { stored, requested },
+            E::HasherMismatch { stored, requested } => E::HasherMismatch { stored, requested },
+            E::FormatVersion { found, supported } => E::FormatVersion { found, supported },
+            E::Conflict => E::Conflict,
+            E::NotATree => E::NotATree,
+            E::Indeterminate => E::Indeterminate,
+            E::ForeignDirectory { path } => E::ForeignDirectory { path },
+            E::Locked { path } => E::Locked { path },
+            E::Io { path, source } => E::Io { path, source },
+        }
+    }
+}
+
+/// The error type of a tree over store `S`.
+pub type StoreTreeError<S> = PersistentTreeError<<S as super::KvStore>::Error>;
+
+/// A stored value that does not decode: the key and what is wrong. The layout's decoders return
+/// it; the engine turns it into [`PersistentTreeError::Corrupted`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Corrupt {
+    /// The key whose value is bad.
+    pub key: Vec<u8>,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl Corrupt {
+    /// A bad value at `key`.
+    #[must_use]
+    pub fn new(key: &[u8], reason: &'static str) -> Self {
+        Self {
+            key: key.to_vec(),
+            reason,
+        }
+    }
+}
+
+impl<S: std::error::Error + 'static> From<Corrupt> for PersistentTreeError<S> {
+    fn from(Corrupt { key, reason }: Corrupt) -> Self {
+        Self::Corrupted { key, reason }
     }
 }

@@ -1,0 +1,238 @@
+//! Opening a tree: creating the header in one batch, or checking it (format, depth, hasher,
+//! digest length) and loading the counters, history and root; and reloading after a rewind.
+
+use hasher::DigestCodec;
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+
+use super::layout::{
+    self, decode_checkpoint, decode_history, decode_u32, decode_u64, CHECKPOINT_PREFIX,
+    COMMITS_KEY, DEPTH_KEY, DIGEST_LEN_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, HASHER_KEY,
+    HISTORY_KEY, METADATA_KEY, NEXT_INDEX_KEY,
+};
+use super::{
+    Corrupt, KvStore, OpenStore, PersistentTree, PersistentTreeError, StoreBatch, StoreTreeError,
+};
+use crate::history::CheckpointList;
+use crate::{Depth, EmptyRoots, HistoryConfig, NodeAddr, RehashConfig};
+
+/// The stored commit counter (absent = 0).
+pub(super) fn stored_commits<S: KvStore>(store: &S) -> Result<u64, StoreTreeError<S>> {
+    match store.get(COMMITS_KEY).map_err(PersistentTreeError::Store)? {
+        Some(bytes) => Ok(decode_u64(COMMITS_KEY, &bytes)?),
+        None => Ok(0),
+    }
+}
+
+impl<H: DigestCodec, S: OpenStore> PersistentTree<H, S> {
+    /// Opens the tree `config` describes, creating it if the path holds no database.
+    ///
+    /// # Errors
+    /// [`PersistentTreeError::Locked`], [`PersistentTreeError::DepthMismatch`],
+    /// [`PersistentTreeError::HasherMismatch`], [`PersistentTreeError::FormatVersion`],
+    /// [`PersistentTreeError::Corrupted`], [`PersistentTreeError::NotATree`], I/O and engine
+    /// errors. A load error never falls back to a fresh tree.
+    pub fn open(config: &S::Config, depth: Depth) -> Result<Self, StoreTreeError<S>> {
+        let store = S::open(config)?;
+        Self::open_store(
+            store,
+            depth,
+            RehashConfig::default(),
+            S::cached_levels(config),
+        )
+    }
+
+    /// Opens an existing tree with the depth stored in its header (tools that operate on a
+    /// database they did not create).
+    ///
+    /// # Errors
+    /// [`PersistentTreeError::NotATree`] when the path holds no tree, and as
+    /// [`open`](Self::open).
+    pub fn open_existing(config: &S::Config) -> Result<Self, StoreTreeError<S>> {
+        // Never create a database here: a missing directory is "not a tree".
+        if S::path(config).is_some_and(|p| !p.exists()) {
+            return Err(PersistentTreeError::NotATree);
+        }
+        let store = S::open(config)?;
+        let depth = match store.get(DEPTH_KEY).map_err(PersistentTreeError::Store)? {
+            Some(bytes) => layout::decode_depth(&bytes)?,
+            None => return Err(PersistentTreeError::NotATree),
+        };
+        Self::open_store(
+            store,
+            depth,
+            RehashConfig::default(),
+            S::cached_levels(config),
+        )
+    }
+
+    /// Bytes the database takes on disk.
+    ///
+    /// # Errors
+    /// The engine's error.
+    pub fn size_on_disk(&self) -> Result<u64, StoreTreeError<S>> {
+        self.store
+            .size_on_disk()
+            .map_err(PersistentTreeError::Store)
+    }
+}
+
+impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
+    /// Opens a tree over any store: initialises an empty store in one batch, or checks the
+    /// stored header (format version, depth, hasher, digest length) and loads the root and
+    /// counters. `cached_levels` levels below the root are cached in memory.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_store(
+        store: S,
+        depth: Depth,
+        config: RehashConfig,
+        cached_levels: u8,
+    ) -> Result<Self, StoreTreeError<S>> {
+        let digest_len = layout::digest_len::<H>()?;
+        let version = store
+            .get(FORMAT_VERSION_KEY)
+            .map_err(PersistentTreeError::Store)?;
+        let (next_index, metadata, commits) = match version {
+            None => {
+                if !store.is_empty().map_err(PersistentTreeError::Store)? {
+                    return Err(PersistentTreeError::NotATree);
+                }
+                let mut batch = StoreBatch::default();
+                batch.insert(FORMAT_VERSION_KEY, layout::encode_u32(FORMAT_VERSION));
+                batch.insert(DEPTH_KEY, layout::encode_depth(depth));
+                batch.insert(HASHER_KEY, H::ID.as_bytes().to_vec());
+                batch.insert(DIGEST_LEN_KEY, layout::encode_u32(digest_len));
+                batch.insert(NEXT_INDEX_KEY, layout::encode_u64(0));
+                store.commit(batch).map_err(PersistentTreeError::Store)?;
+                store.flush().map_err(PersistentTreeError::Store)?;
+                (0, Vec::new(), 0)
+            }
+            Some(bytes) => {
+                let found = decode_u32(FORMAT_VERSION_KEY, &bytes)?;
+                if found != FORMAT_VERSION {
+                    return Err(PersistentTreeError::FormatVersion {
+                        found,
+                        supported: FORMAT_VERSION,
+                    });
+                }
+                let get = |key: &'static [u8]| -> Result<Vec<u8>, StoreTreeError<S>> {
+                    store
+                        .get(key)
+                        .map_err(PersistentTreeError::Store)?
+                        .ok_or_else(|| Corrupt::new(key, "header field missing").into())
+                };
+                let stored = layout::decode_depth(&get(DEPTH_KEY)?)?;
+                if stored != depth {
+                    return Err(PersistentTreeError::DepthMismatch {
+                        stored: stored.get(),
+                        requested: depth.get(),
+                    });
+                }
+                let hasher = get(HASHER_KEY)?;
+                if hasher != H::ID.as_bytes() {
+                    return Err(PersistentTreeError::HasherMismatch {
+                        stored: String::from_utf8_lossy(&hasher).into_owned(),
+                        requested: H::ID,
+                    });
+                }
+                if decode_u32(DIGEST_LEN_KEY, &get(DIGEST_LEN_KEY)?)? != digest_len {
+                    return Err(Corrupt::new(
+                        DIGEST_LEN_KEY,
+                        "digest length differs from the hasher's",
+                    )
+                    .into());
+                }
+                let next_index = decode_u64(NEXT_INDEX_KEY, &get(NEXT_INDEX_KEY)?)?;
+                if next_index > depth.capacity() {
+                    return Err(Corrupt::new(NEXT_INDEX_KEY, "next_index exceeds capacity").into());
+                }
+                let metadata = store
+                    .get(METADATA_KEY)
+                    .map_err(PersistentTreeError::Store)?
+                    .unwrap_or_default();
+                (next_index, metadata, stored_commits(&store)?)
+            }
+        };
+        let empty = EmptyRoots::<H>::new(depth);
+        let mut tree = Self {
+            store,
+            depth,
+            root: empty.at(depth.get()),
+            empty,
+            next_index,
+            metadata,
+            config,
+            cache: Mutex::new(FxHashMap::default()),
+            cache_from: if cached_levels == 0 {
+                u8::MAX
+            } else {
+                depth.get().saturating_sub(cached_levels - 1)
+            },
+            history: HistoryConfig::default(),
+            checkpoints: CheckpointList::default(),
+            generation: 0,
+            indeterminate: false,
+            commits,
+        };
+        tree.load_history()?;
+        tree.root = tree.read_node(NodeAddr::root(depth))?;
+        Ok(tree)
+    }
+
+    /// Re-reads `next_index`, metadata and root from the store and empties the cache.
+    pub(super) fn reload(&mut self) -> Result<(), StoreTreeError<S>> {
+        self.generation += 1;
+        self.cache.lock().clear();
+        let next_index = match self
+            .store
+            .get(NEXT_INDEX_KEY)
+            .map_err(PersistentTreeError::Store)?
+        {
+            Some(bytes) => decode_u64(NEXT_INDEX_KEY, &bytes)?,
+            None => 0,
+        };
+        let metadata = self
+            .store
+            .get(METADATA_KEY)
+            .map_err(PersistentTreeError::Store)?
+            .unwrap_or_default();
+        let root = self.read_node(NodeAddr::root(self.depth))?;
+        self.next_index = next_index;
+        self.metadata = metadata;
+        self.root = root;
+        self.load_history()
+    }
+
+    /// Reads the history configuration and the checkpoint records.
+    fn load_history(&mut self) -> Result<(), StoreTreeError<S>> {
+        self.history = match self
+            .store
+            .get(HISTORY_KEY)
+            .map_err(PersistentTreeError::Store)?
+        {
+            None => HistoryConfig::default(),
+            Some(bytes) => decode_history(&bytes)?,
+        };
+        let mut list = Vec::new();
+        let mut bad = None;
+        self.store
+            .scan_prefix(
+                &[CHECKPOINT_PREFIX],
+                &mut |key, value| match decode_checkpoint::<H>(key, value) {
+                    Ok(info) => list.push(info),
+                    Err(corrupt) => {
+                        bad.get_or_insert(corrupt);
+                    }
+                },
+            )
+            .map_err(PersistentTreeError::Store)?;
+        if let Some(corrupt) = bad {
+            return Err(corrupt.into());
+        }
+        // Keys sort by big-endian id, so a scan is already in increasing order.
+        self.checkpoints = CheckpointList::from_sorted(list)?;
+        Ok(())
+    }
+}

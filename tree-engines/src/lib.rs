@@ -1,0 +1,332 @@
+//! Which engine a Canopy database uses, so that tools and daemons open whatever a directory
+//! holds: [`Engine`], [`detect`] (from the files in the directory), and [`AnyStore`], one
+//! [`KvStore`] over sled or redb beneath tree-core's one persistent engine.
+//!
+//! A new database gets the engine its [`DbConfig`] names (sled by default: what zerokit's users
+//! run); an existing one is opened with the engine that made it, and asking for another is a
+//! typed [`EngineError::Mismatch`], never a second database beside the first.
+//!
+//! ```
+//! use hasher::{Fr, PoseidonHasher};
+//! use tree_core::{Depth, MerkleTree, MerkleTreeExt};
+//! use tree_engines::{DbConfig, DbTree, Engine};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let mut tree = DbTree::<PoseidonHasher>::open(&DbConfig::new(dir.path()).engine(Engine::Redb), Depth::new(20)?)?;
+//! tree.set(0, Fr::from(7u64))?;
+//! drop(tree);
+//! let tree = DbTree::<PoseidonHasher>::open_existing(&DbConfig::new(dir.path()))?; // detected
+//! assert_eq!((tree.store().engine(), tree.next_index()), (Engine::Redb, 1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use tree_core::persistent::{
+    Durability, KvStore, OpenStore, PersistentTree, PersistentTreeError, SharedTree, StoreBatch,
+};
+use tree_redb::{RedbConfig, RedbStore};
+use tree_sled::{SledConfig, SledStore};
+
+/// A storage engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+pub enum Engine {
+    /// sled 0.34.7, what zerokit's users run (the default).
+    #[default]
+    Sled,
+    /// redb 5: maintained, stable file format, ACID transactions.
+    Redb,
+}
+
+impl Engine {
+    /// The engine's name, as `--engine` takes it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sled => "sled",
+            Self::Redb => "redb",
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An engine name that is neither `sled` nor `redb`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown engine {0:?}: expected sled or redb")]
+pub struct UnknownEngine(pub String);
+
+impl std::str::FromStr for Engine {
+    type Err = UnknownEngine;
+
+    fn from_str(s: &str) -> Result<Self, UnknownEngine> {
+        match s {
+            "sled" => Ok(Self::Sled),
+            "redb" => Ok(Self::Redb),
+            other => Err(UnknownEngine(other.to_owned())),
+        }
+    }
+}
+
+/// The engine whose files `dir` holds, if any.
+#[must_use]
+pub fn detect(dir: &Path) -> Option<Engine> {
+    if tree_redb::is_redb_database(dir) {
+        Some(Engine::Redb)
+    } else if ["conf", "db"].iter().any(|f| dir.join(f).is_file()) {
+        Some(Engine::Sled)
+    } else {
+        None
+    }
+}
+
+/// Where a database is and how to open it, whichever engine holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct DbConfig {
+    /// Database directory; `None` for a temporary database.
+    pub path: Option<PathBuf>,
+    /// The engine for a new database, and the one an existing database must have; `None`
+    /// detects it (sled for a new database).
+    pub engine: Option<Engine>,
+    /// When batches become durable.
+    pub durability: Durability,
+    /// How many levels below the root the tree caches in memory.
+    pub cached_levels: u8,
+}
+
+impl Default for DbConfig {
+    fn default() -> Self {
+        Self {
+            path: None,
+            engine: None,
+            durability: Durability::Periodic { every_ms: 500 },
+            cached_levels: 14,
+        }
+    }
+}
+
+impl DbConfig {
+    /// The database in directory `path`, engine detected.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: Some(path.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Requires (or, for a new database, chooses) `engine`.
+    #[must_use]
+    pub fn engine(mut self, engine: Engine) -> Self {
+        self.engine = Some(engine);
+        self
+    }
+
+    /// Sets the durability policy.
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// The engine this configuration opens: the one found in the directory, else the one asked
+    /// for, else sled.
+    ///
+    /// # Errors
+    /// [`EngineError::Mismatch`] when the directory holds another engine's database.
+    pub fn resolve(&self) -> Result<Engine, EngineError> {
+        let found = self.path.as_deref().and_then(detect);
+        match (found, self.engine) {
+            (Some(found), Some(requested)) if found != requested => {
+                Err(EngineError::Mismatch { found, requested })
+            }
+            (Some(found), _) => Ok(found),
+            (None, requested) => Ok(requested.unwrap_or_default()),
+        }
+    }
+
+    fn sled(&self) -> SledConfig {
+        let mut config = match &self.path {
+            Some(path) => SledConfig::new(path),
+            None => SledConfig::temporary(),
+        };
+        config.durability = self.durability;
+        config.cached_levels = self.cached_levels;
+        config
+    }
+
+    fn redb(&self) -> RedbConfig {
+        RedbConfig {
+            path: self.path.clone(),
+            durability: self.durability,
+            cached_levels: self.cached_levels,
+            ..RedbConfig::default()
+        }
+    }
+}
+
+/// A failure of whichever engine holds the database.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// sled failed.
+    #[error("sled: {0}")]
+    Sled(#[from] sled::Error),
+    /// redb failed.
+    #[error("redb: {0}")]
+    Redb(#[from] redb::Error),
+    /// The directory holds a database of another engine than the one asked for.
+    #[error("the database is a {found} database, not {requested}")]
+    Mismatch {
+        /// The engine of the database found.
+        found: Engine,
+        /// The engine asked for.
+        requested: Engine,
+    },
+}
+
+/// sled or redb, chosen when the database is opened.
+#[derive(Debug)]
+pub enum AnyStore {
+    /// A sled database.
+    Sled(SledStore),
+    /// A redb database.
+    Redb(RedbStore),
+}
+
+impl AnyStore {
+    /// The engine this store runs on.
+    #[must_use]
+    pub fn engine(&self) -> Engine {
+        match self {
+            Self::Sled(_) => Engine::Sled,
+            Self::Redb(_) => Engine::Redb,
+        }
+    }
+}
+
+/// The persistent tree on whichever engine the database uses.
+pub type DbTree<H> = PersistentTree<H, AnyStore>;
+
+/// A [`DbTree`] shared by one writer and many readers.
+pub type SharedDbTree<H> = SharedTree<H, AnyStore>;
+
+/// The error of a [`DbTree`].
+pub type DbTreeError = PersistentTreeError<EngineError>;
+
+impl KvStore for AnyStore {
+    type Error = EngineError;
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, EngineError> {
+        match self {
+            Self::Sled(s) => Ok(s.get(key)?),
+            Self::Redb(s) => Ok(s.get(key)?),
+        }
+    }
+
+    fn commit(&self, batch: StoreBatch) -> Result<(), EngineError> {
+        match self {
+            Self::Sled(s) => Ok(s.commit(batch)?),
+            Self::Redb(s) => Ok(s.commit(batch)?),
+        }
+    }
+
+    fn flush(&self) -> Result<(), EngineError> {
+        match self {
+            Self::Sled(s) => Ok(s.flush()?),
+            Self::Redb(s) => Ok(s.flush()?),
+        }
+    }
+
+    fn scan_prefix(
+        &self,
+        prefix: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), EngineError> {
+        match self {
+            Self::Sled(s) => Ok(s.scan_prefix(prefix, visit)?),
+            Self::Redb(s) => Ok(s.scan_prefix(prefix, visit)?),
+        }
+    }
+
+    fn is_empty(&self) -> Result<bool, EngineError> {
+        match self {
+            Self::Sled(s) => Ok(s.is_empty()?),
+            Self::Redb(s) => Ok(s.is_empty()?),
+        }
+    }
+}
+
+impl OpenStore for AnyStore {
+    type Config = DbConfig;
+
+    fn open(config: &DbConfig) -> Result<Self, PersistentTreeError<EngineError>> {
+        match config.resolve().map_err(PersistentTreeError::Store)? {
+            Engine::Sled => SledStore::open(&config.sled())
+                .map(Self::Sled)
+                .map_err(|e| e.map_store(EngineError::Sled)),
+            Engine::Redb => RedbStore::open(&config.redb())
+                .map(Self::Redb)
+                .map_err(|e| e.map_store(EngineError::Redb)),
+        }
+    }
+
+    fn path(config: &DbConfig) -> Option<&Path> {
+        config.path.as_deref()
+    }
+
+    fn cached_levels(config: &DbConfig) -> u8 {
+        config.cached_levels
+    }
+
+    fn size_on_disk(&self) -> Result<u64, EngineError> {
+        match self {
+            Self::Sled(s) => Ok(s.size_on_disk()?),
+            Self::Redb(s) => Ok(s.size_on_disk()?),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hasher::Keccak256Hasher as K;
+    use tree_core::{Depth, MerkleTree, MerkleTreeExt};
+
+    #[test]
+    fn each_engine_is_detected_and_another_is_refused() {
+        let depth = Depth::new(4).unwrap();
+        for engine in [Engine::Sled, Engine::Redb] {
+            let dir = tempfile::tempdir().unwrap();
+            assert_eq!(detect(dir.path()), None);
+            let mut tree =
+                DbTree::<K>::open(&DbConfig::new(dir.path()).engine(engine), depth).unwrap();
+            tree.set(1, [1; 32]).unwrap();
+            let root = tree.root();
+            drop(tree);
+            assert_eq!(detect(dir.path()), Some(engine));
+            let tree = DbTree::<K>::open_existing(&DbConfig::new(dir.path())).unwrap();
+            assert_eq!((tree.store().engine(), tree.root()), (engine, root));
+            drop(tree);
+            let other = match engine {
+                Engine::Sled => Engine::Redb,
+                Engine::Redb => Engine::Sled,
+            };
+            let refused = DbTree::<K>::open(&DbConfig::new(dir.path()).engine(other), depth);
+            assert!(matches!(
+                refused,
+                Err(PersistentTreeError::Store(EngineError::Mismatch { found, requested }))
+                    if found == engine && requested == other
+            ));
+        }
+        assert_eq!("redb".parse::<Engine>(), Ok(Engine::Redb));
+        assert!("rocks".parse::<Engine>().is_err());
+    }
+}
