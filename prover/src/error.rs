@@ -1,0 +1,20 @@
+//! The prover's typed errors.
+
+/// What can go wrong building tables or proving.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProverError {
+    /// A window width outside 2..=20 bits.
+    #[error("window of {0} bits: expected 2..=20")]
+    WindowBits(u32),
+    /// More bases than a table can index (2^32 window shifts).
+    #[error("{0} bases: the table of their window shifts would exceed 2^32 points")]
+    TooManyBases(usize),
+    /// Scalars and bases of different lengths.
+    #[error("{got} scalars for {expected} bases")]
+    ScalarCount {
+        /// Number of bases.
+        expected: usize,
+        /// Number of scalars given.
+        got: usize,
+    },
+}
