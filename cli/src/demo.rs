@@ -166,8 +166,9 @@ pub fn run(
     })
 }
 
-/// A real RLN proof through zerokit's prover, checked by our verifying-key-only verifier
-/// against the tree's root window; returns the verdict and the proof as a `POST /verify` body.
+/// A real RLN proof by our prover (`rln_glue::proving`: rln 3.0.0's circuit and key, fixed-base
+/// tables), checked by our verifying-key-only verifier against the tree's root window; returns
+/// the verdict and the proof as a `POST /verify` body.
 #[cfg(feature = "rln")]
 fn rln_proof(
     tree: &Tree,
@@ -175,10 +176,13 @@ fn rln_proof(
     say: &mut impl FnMut(String),
 ) -> Result<Option<(bool, serde_json::Value)>, CliError> {
     use rln_glue::verifier::RlnVerifier;
-    let prover = rln::prelude::RLNBuilder::stateless().build();
-    let zk = witness.to_zerokit().map_err(CliError::rln)?;
     let started = Instant::now();
-    let (proof, _) = prover.generate_proof(&zk).map_err(CliError::rln)?;
+    let prover = rln_glue::proving::RlnProver::load().map_err(CliError::rln)?;
+    let load_ms = started.elapsed().as_secs_f64() * 1e3;
+    let started = Instant::now();
+    let (proof, _) = prover
+        .prove(witness, &mut rand::rngs::OsRng)
+        .map_err(CliError::rln)?;
     let prove_ms = started.elapsed().as_secs_f64() * 1e3;
     let verifier = RlnVerifier::from_bytes(&rln_glue::zerokit::verifying_key_bytes())
         .map_err(CliError::rln)?;
@@ -187,7 +191,7 @@ fn rln_proof(
     let verdict = verifier.verify_against(&proof, &values, &witness.x, tree);
     let verify_ms = started.elapsed().as_secs_f64() * 1e3;
     say(format!(
-        "RLN proof (Groth16, rln 3.0.0 circuit) generated in {prove_ms:.0} ms, verified against the root window in {verify_ms:.1} ms: {}",
+        "RLN proof (Groth16, rln 3.0.0 circuit and key, our prover: tables built once in {load_ms:.0} ms) generated in {prove_ms:.0} ms, verified against the root window in {verify_ms:.1} ms: {}",
         match &verdict {
             Ok(()) => "valid".to_owned(),
             Err(e) => format!("refused ({e})"),

@@ -26,6 +26,7 @@ pub mod proof;
 pub mod rln_batch;
 pub mod runner;
 pub mod snapshot;
+pub mod witness_graph;
 
 /// A fuzz target: its name (as in `fuzz/fuzz_targets/`), its body, and valid inputs to mutate.
 pub struct Target {
@@ -53,6 +54,11 @@ pub const TARGETS: &[Target] = &[
         name: "proof_decoding",
         run: proof::run,
         seeds: proof::seeds,
+    },
+    Target {
+        name: "witness_graph",
+        run: witness_graph::run,
+        seeds: witness_graph::seeds,
     },
     Target {
         name: "rln_batch",

@@ -2,6 +2,7 @@
 
 /// What can go wrong building tables or proving.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProverError {
     /// A window width outside 2..=20 bits.
     #[error("window of {0} bits: expected 2..=20")]
@@ -9,6 +10,18 @@ pub enum ProverError {
     /// More bases than a table can index (2^32 window shifts).
     #[error("{0} bases: the table of their window shifts would exceed 2^32 points")]
     TooManyBases(usize),
+    /// A witness graph or its inputs were refused.
+    #[error(transparent)]
+    Witness(#[from] crate::WitnessError),
+    /// A proving key whose queries, constraint rows and wire counts disagree.
+    #[error("proving key: {0}")]
+    KeyShape(String),
+    /// An assignment that disagrees with a wire its partial proof fixed.
+    #[error("wire {wire} differs from the partial proof's value")]
+    PartialMismatch {
+        /// The first wire that differs.
+        wire: usize,
+    },
     /// Scalars and bases of different lengths.
     #[error("{got} scalars for {expected} bases")]
     ScalarCount {

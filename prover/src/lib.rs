@@ -21,6 +21,12 @@
 
 mod error;
 mod fixed_msm;
+mod groth16;
+#[cfg(feature = "rln")]
+pub mod rln;
+pub mod witness;
 
 pub use error::ProverError;
 pub use fixed_msm::{FixedBaseMsm, MsmConfig};
+pub use groth16::{CircomProver, PartialProof, Row};
+pub use witness::{WitnessError, WitnessGraph};

@@ -7,6 +7,8 @@
 //!   and as circom input JSON, plus the public values a proof of it must carry.
 //! - [`verifier`]: a verifier that needs only the verifying key, checking signal, root window
 //!   and proof with a typed verdict.
+//! - `proving` (feature `prover`): RLN proofs from these witnesses with Canopy's own prover
+//!   (fixed-base MSM tables) on rln 3.0.0's shipped circuit and key.
 //! - `zerokit` (feature `zerokit`): our trees as zerokit_utils trees, so `rln::RLN` proves and
 //!   verifies over them unchanged.
 //!
@@ -30,6 +32,8 @@
 //! ```
 
 pub mod primitives;
+#[cfg(feature = "prover")]
+pub mod proving;
 pub mod verifier;
 pub mod witness;
 #[cfg(feature = "zerokit")]

@@ -157,6 +157,27 @@ impl RlnWitness {
         }
     }
 
+    /// The circuit's inputs by signal name, in field elements: what a witness calculator takes.
+    /// Holds the secret: callers zeroize it when done.
+    #[must_use]
+    pub fn circuit_inputs(&self) -> [(&'static str, Vec<Fr>); 7] {
+        [
+            ("identitySecret", vec![self.identity_secret.expose()]),
+            ("userMessageLimit", vec![self.user_message_limit]),
+            ("messageId", vec![self.message_id]),
+            ("pathElements", self.path_elements.clone()),
+            (
+                "identityPathIndex",
+                self.identity_path_index
+                    .iter()
+                    .map(|&b| Fr::from(b))
+                    .collect(),
+            ),
+            ("x", vec![self.x]),
+            ("externalNullifier", vec![self.external_nullifier]),
+        ]
+    }
+
     /// The circom input JSON (`identitySecret`, `userMessageLimit`, `messageId`, `pathElements`,
     /// `identityPathIndex`, `x`, `externalNullifier`), field elements as decimal strings.
     #[must_use]

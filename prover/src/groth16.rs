@@ -1,0 +1,275 @@
+//! Groth16 proofs for circom circuits over BN254, with every query of the proving key held as a
+//! [`FixedBaseMsm`] table.
+//!
+//! The proof is the standard one (any Groth16 verifier accepts it); the quotient polynomial is
+//! computed as snarkjs does, which is what circom proving keys are made for: the evaluations of
+//! A·z and B·z over the constraint domain (the public inputs appended to A as extra rows, C·z
+//! taken as their product), moved to the coset of the doubled domain's generator, where
+//! `A·B - C` gives H's coefficients against the key's H query directly.
+
+use ark_bn254::{Bn254, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
+use ark_ec::CurveGroup;
+use ark_ff::{UniformRand, Zero};
+use ark_groth16::{Proof, ProvingKey};
+use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
+use ark_std::rand::{CryptoRng, RngCore};
+
+use crate::{FixedBaseMsm, MsmConfig, ProverError};
+
+/// One constraint's linear combination: (coefficient, wire) pairs.
+pub type Row = Vec<(Fr, usize)>;
+
+/// A circom proving key prepared for fast proving: its five queries as fixed-base tables, and
+/// the A and B rows of its constraints for the quotient.
+pub struct CircomProver {
+    alpha_g1: G1Affine,
+    beta_g1: G1Affine,
+    beta_g2: G2Affine,
+    delta_g1: G1Affine,
+    delta_g2: G2Affine,
+    a: FixedBaseMsm<ark_bn254::g1::Config>,
+    b_g1: FixedBaseMsm<ark_bn254::g1::Config>,
+    b_g2: FixedBaseMsm<ark_bn254::g2::Config>,
+    h: FixedBaseMsm<ark_bn254::g1::Config>,
+    l: FixedBaseMsm<ark_bn254::g1::Config>,
+    a_rows: Vec<Row>,
+    b_rows: Vec<Row>,
+    /// Wires that are public: the constant 1 and the public signals.
+    public_wires: usize,
+    domain: Radix2EvaluationDomain<Fr>,
+    /// The doubled domain's generator: the coset H is evaluated on.
+    coset: Fr,
+}
+
+impl core::fmt::Debug for CircomProver {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CircomProver")
+            .field("wires", &self.a.len())
+            .field("public_wires", &self.public_wires)
+            .field("constraints", &self.a_rows.len())
+            .field("table_bytes", &self.table_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CircomProver {
+    /// Builds the tables for `pk`, whose circuit has the constraint rows `a_rows` and `b_rows`
+    /// (circom keys carry no C rows) and `public_wires` public wires (the constant 1 included).
+    ///
+    /// # Errors
+    /// [`ProverError::KeyShape`] when the key's queries, the rows and the wire counts disagree
+    /// (or a row names a wire that does not exist); the table errors of [`FixedBaseMsm::new`].
+    pub fn new(
+        pk: &ProvingKey<Bn254>,
+        a_rows: &[Row],
+        b_rows: &[Row],
+        public_wires: usize,
+    ) -> Result<Self, ProverError> {
+        let wires = pk.a_query.len();
+        let shape = |what: &str| ProverError::KeyShape(what.to_owned());
+        if pk.b_g1_query.len() != wires || pk.b_g2_query.len() != wires {
+            return Err(shape("A and B queries of different lengths"));
+        }
+        if public_wires == 0 || pk.l_query.len() + public_wires != wires {
+            return Err(shape("L query does not cover exactly the private wires"));
+        }
+        if a_rows.len() != b_rows.len() {
+            return Err(shape("A and B have different numbers of constraints"));
+        }
+        if a_rows
+            .iter()
+            .chain(b_rows)
+            .flatten()
+            .any(|&(_, wire)| wire >= wires)
+        {
+            return Err(shape("a constraint names a wire the key does not have"));
+        }
+        let domain = Radix2EvaluationDomain::<Fr>::new(a_rows.len() + public_wires)
+            .ok_or_else(|| shape("too many constraints for BN254's FFT domain"))?;
+        let coset = Radix2EvaluationDomain::<Fr>::new(2 * domain.size())
+            .ok_or_else(|| shape("too many constraints for BN254's FFT domain"))?
+            .element(1);
+        if pk.h_query.len() != domain.size() {
+            return Err(shape("H query is not the size of the constraint domain"));
+        }
+        let table = |n: usize| MsmConfig::for_bases(n);
+        Ok(Self {
+            alpha_g1: pk.vk.alpha_g1,
+            beta_g1: pk.beta_g1,
+            beta_g2: pk.vk.beta_g2,
+            delta_g1: pk.delta_g1,
+            delta_g2: pk.vk.delta_g2,
+            a: FixedBaseMsm::new(&pk.a_query, table(wires))?,
+            b_g1: FixedBaseMsm::new(&pk.b_g1_query, table(wires))?,
+            b_g2: FixedBaseMsm::new(&pk.b_g2_query, table(wires))?,
+            h: FixedBaseMsm::new(&pk.h_query, table(pk.h_query.len()))?,
+            l: FixedBaseMsm::new(&pk.l_query, table(pk.l_query.len()))?,
+            a_rows: a_rows.to_vec(),
+            b_rows: b_rows.to_vec(),
+            public_wires,
+            domain,
+            coset,
+        })
+    }
+
+    /// Heap bytes of the five tables.
+    #[must_use]
+    pub fn table_bytes(&self) -> usize {
+        self.a.table_bytes()
+            + self.b_g1.table_bytes()
+            + self.b_g2.table_bytes()
+            + self.h.table_bytes()
+            + self.l.table_bytes()
+    }
+
+    /// Number of wires (the length of a full assignment).
+    #[must_use]
+    pub fn wires(&self) -> usize {
+        self.a.len()
+    }
+
+    /// A proof for the full assignment `z` (wire 0 = 1, then the public signals, then the
+    /// private ones), blinded with fresh `r`, `s` from `rng`.
+    ///
+    /// # Errors
+    /// [`ProverError::ScalarCount`] for an assignment of the wrong length.
+    pub fn prove<R: RngCore + CryptoRng>(
+        &self,
+        z: &[Fr],
+        rng: &mut R,
+    ) -> Result<Proof<Bn254>, ProverError> {
+        self.finish(&PartialProof::default(), z, rng)
+    }
+
+    /// The sums over the wires already known (`Some`), to be [`finish`](Self::finish)ed for
+    /// many assignments that share them: for RLN, what a member's secret and Merkle path fix,
+    /// so that each message only pays for the wires its signal and epoch change.
+    ///
+    /// # Errors
+    /// [`ProverError::ScalarCount`] unless `known` has one entry per wire.
+    pub fn partial(&self, known: &[Option<Fr>]) -> Result<PartialProof, ProverError> {
+        if known.len() != self.wires() {
+            return Err(ProverError::ScalarCount {
+                expected: self.wires(),
+                got: known.len(),
+            });
+        }
+        let z: Vec<Fr> = known.iter().map(|v| v.unwrap_or_default()).collect();
+        Ok(PartialProof {
+            a: self.a.msm(&z)?,
+            b_g1: self.b_g1.msm(&z)?,
+            b_g2: self.b_g2.msm(&z)?,
+            l: self.l.msm(&z[self.public_wires..])?,
+            known: known.to_vec(),
+        })
+    }
+
+    /// A proof for the full assignment `z` from `partial`'s sums: only the wires `partial` did
+    /// not know are multiplied now (the known ones are zero scalars, which cost nothing), plus H.
+    ///
+    /// # Errors
+    /// [`ProverError::ScalarCount`] for an assignment of the wrong length;
+    /// [`ProverError::PartialMismatch`] if `z` disagrees with a wire `partial` knew (a member's
+    /// path that changed since, say): such a proof would not verify.
+    pub fn finish<R: RngCore + CryptoRng>(
+        &self,
+        partial: &PartialProof,
+        z: &[Fr],
+        rng: &mut R,
+    ) -> Result<Proof<Bn254>, ProverError> {
+        let h = self.quotient(z)?;
+        let rest: Vec<Fr> = if partial.known.is_empty() {
+            z.to_vec()
+        } else {
+            if partial.known.len() != z.len() {
+                return Err(ProverError::ScalarCount {
+                    expected: partial.known.len(),
+                    got: z.len(),
+                });
+            }
+            z.iter()
+                .zip(&partial.known)
+                .enumerate()
+                .map(|(wire, (value, known))| match known {
+                    None => Ok(*value),
+                    Some(k) if k == value => Ok(Fr::zero()),
+                    Some(_) => Err(ProverError::PartialMismatch { wire }),
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let (r, s) = (Fr::rand(rng), Fr::rand(rng));
+        let g_a = partial.a + self.a.msm(&rest)? + self.alpha_g1 + self.delta_g1 * r;
+        let g1_b = partial.b_g1 + self.b_g1.msm(&rest)? + self.beta_g1 + self.delta_g1 * s;
+        let g2_b: G2Projective =
+            partial.b_g2 + self.b_g2.msm(&rest)? + self.beta_g2 + self.delta_g2 * s;
+        let g_c: G1Projective = partial.l
+            + self.l.msm(&rest[self.public_wires..])?
+            + self.h.msm(&h)?
+            + g_a * s
+            + g1_b * r
+            - self.delta_g1 * (r * s);
+        Ok(Proof {
+            a: g_a.into_affine(),
+            b: g2_b.into_affine(),
+            c: g_c.into_affine(),
+        })
+    }
+
+    /// H's coefficients against the key's H query, computed as snarkjs does (public for
+    /// benchmarks that time the FFTs apart from the MSMs).
+    ///
+    /// # Errors
+    /// [`ProverError::ScalarCount`] for an assignment of the wrong length.
+    pub fn quotient(&self, z: &[Fr]) -> Result<Vec<Fr>, ProverError> {
+        if z.len() != self.wires() {
+            return Err(ProverError::ScalarCount {
+                expected: self.wires(),
+                got: z.len(),
+            });
+        }
+        let n = self.domain.size();
+        let eval = |row: &Row| row.iter().map(|&(c, w)| c * z[w]).sum::<Fr>();
+        let mut a = vec![Fr::zero(); n];
+        let mut b = vec![Fr::zero(); n];
+        let m = self.a_rows.len();
+        for (k, (ra, rb)) in self.a_rows.iter().zip(&self.b_rows).enumerate() {
+            a[k] = eval(ra);
+            b[k] = eval(rb);
+        }
+        // The public inputs as extra A rows (B zero there), as circom's setup lays them out.
+        a[m..m + self.public_wires].copy_from_slice(&z[..self.public_wires]);
+        let mut c: Vec<Fr> = a.iter().zip(&b).map(|(x, y)| *x * y).collect();
+        for v in [&mut a, &mut b, &mut c] {
+            self.domain.ifft_in_place(v);
+            Radix2EvaluationDomain::distribute_powers_and_mul_by_const(
+                v,
+                self.coset,
+                Fr::from(1u8),
+            );
+            self.domain.fft_in_place(v);
+        }
+        Ok(a.iter()
+            .zip(&b)
+            .zip(&c)
+            .map(|((x, y), w)| *x * y - w)
+            .collect())
+    }
+}
+
+/// A proof's sums over the wires known in advance ([`CircomProver::partial`]); `Default` knows
+/// nothing. The known wire values (for RLN, derived from the member's secret) are zeroized when
+/// it is dropped.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PartialProof {
+    known: Vec<Option<Fr>>,
+    a: G1Projective,
+    b_g1: G1Projective,
+    b_g2: G2Projective,
+    l: G1Projective,
+}
+
+impl Drop for PartialProof {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.known);
+    }
+}

@@ -1,0 +1,128 @@
+//! RLN proofs from our trees' witnesses with Canopy's prover (the `prover` crate) on rln 3.0.0's
+//! shipped circuit and proving key: the witness graph evaluated by our calculator, the proof by
+//! fixed-base MSM tables built once per process. The proofs are standard Groth16 proofs that
+//! zerokit's verifier, arkworks' and [`crate::verifier`] accept.
+
+use ark_bn254::Bn254;
+use ark_groth16::Proof;
+use hasher::Fr;
+use prover::rln::RlnCircuit;
+use prover::ProverError;
+use rand::{CryptoRng, RngCore};
+use zeroize::Zeroize;
+
+use crate::witness::{PublicValues, RlnWitness};
+
+/// rln 3.0.0's circuit, ready to prove: load once, prove many times (it is `Sync`).
+#[derive(Debug, Clone)]
+pub struct RlnProver {
+    circuit: RlnCircuit,
+}
+
+impl RlnProver {
+    /// Parses the witness graph and builds the proving key's tables (about a second on two
+    /// cores, ~50 MiB).
+    ///
+    /// # Errors
+    /// A malformed graph or key ([`ProverError`]).
+    pub fn load() -> Result<Self, ProverError> {
+        Ok(Self {
+            circuit: RlnCircuit::load()?,
+        })
+    }
+
+    /// Heap bytes of the precomputed tables.
+    #[must_use]
+    pub fn table_bytes(&self) -> usize {
+        self.circuit.prover.table_bytes()
+    }
+
+    /// A proof of `witness` with fresh blinding from `rng`, and the public values it proves.
+    /// The secret and every wire derived from it are zeroized before returning.
+    ///
+    /// # Errors
+    /// [`ProverError::Witness`] for a witness the circuit refuses (a path of the wrong length).
+    pub fn prove<R: RngCore + CryptoRng>(
+        &self,
+        witness: &RlnWitness,
+        rng: &mut R,
+    ) -> Result<(Proof<Bn254>, PublicValues), ProverError> {
+        self.finish(&MemberPartial::default(), witness, rng)
+    }
+
+    /// The part of every proof a member makes that its secret, limit and Merkle path fix, for
+    /// [`finish`](Self::finish): computed once per member and root, it leaves each message
+    /// only the wires its signal, epoch and message id change.
+    ///
+    /// # Errors
+    /// As [`prove`](Self::prove).
+    pub fn partial(&self, witness: &RlnWitness) -> Result<MemberPartial, ProverError> {
+        const MEMBER: [&str; 4] = [
+            "identitySecret",
+            "userMessageLimit",
+            "pathElements",
+            "identityPathIndex",
+        ];
+        self.with_assignment(witness, &MEMBER, |known| {
+            Ok(MemberPartial(self.circuit.prover.partial(known)?))
+        })
+    }
+
+    /// [`prove`](Self::prove) from a member's [`partial`](Self::partial).
+    ///
+    /// # Errors
+    /// As `prove`, and [`ProverError::PartialMismatch`] when `witness` is not of the member and
+    /// path the partial was made for.
+    pub fn finish<R: RngCore + CryptoRng>(
+        &self,
+        partial: &MemberPartial,
+        witness: &RlnWitness,
+        rng: &mut R,
+    ) -> Result<(Proof<Bn254>, PublicValues), ProverError> {
+        let proof = self.with_assignment(witness, &[], |z| {
+            let z: Vec<Fr> = z.iter().map(|v| v.unwrap_or_default()).collect();
+            let mut z = zeroize::Zeroizing::new(z);
+            self.circuit
+                .prover
+                .finish(&partial.0, &z, rng)
+                .inspect(|_| z.zeroize())
+        })?;
+        Ok((proof, witness.public_values()))
+    }
+
+    /// Evaluates the circuit on `witness`'s inputs, only those named in `only` unless it is
+    /// empty, hands the wires to `use_wires`, then zeroizes the inputs and wires.
+    fn with_assignment<T>(
+        &self,
+        witness: &RlnWitness,
+        only: &[&str],
+        use_wires: impl FnOnce(&[Option<Fr>]) -> Result<T, ProverError>,
+    ) -> Result<T, ProverError> {
+        let mut inputs = witness.circuit_inputs();
+        let named: Vec<(&str, &[Fr])> = inputs
+            .iter()
+            .filter(|(n, _)| only.is_empty() || only.contains(n))
+            .map(|(n, v)| (*n, v.as_slice()))
+            .collect();
+        let wires = if only.is_empty() {
+            self.circuit
+                .graph
+                .witness(&named)
+                .map(|z| z.into_iter().map(Some).collect::<Vec<_>>())
+        } else {
+            self.circuit.graph.partial_witness(&named)
+        };
+        drop(named);
+        for (_, values) in &mut inputs {
+            values.zeroize();
+        }
+        // Zeroized on drop.
+        let wires = zeroize::Zeroizing::new(wires?);
+        use_wires(&wires)
+    }
+}
+
+/// A member's precomputed share of its proofs under one root ([`RlnProver::partial`]); its
+/// secret-derived values are zeroized on drop.
+#[derive(Debug, Clone, Default)]
+pub struct MemberPartial(prover::PartialProof);
