@@ -121,15 +121,28 @@ impl<P: SWCurveConfig> FixedBaseMsm<P> {
                 got: scalars.len(),
             });
         }
+        // Threads split the scalars (each reduces its own buckets, reading its own part of the
+        // table) into parts with equal numbers of nonzero scalars: a finish step's assignment
+        // is mostly zeros, bunched in a few ranges of wires.
         #[cfg(feature = "parallel")]
         {
             use rayon::prelude::*;
             let threads = rayon::current_num_threads().max(1);
-            let chunk = self.bases.div_ceil(threads).max(1);
-            Ok(scalars
-                .par_chunks(chunk)
-                .enumerate()
-                .map(|(n, part)| self.msm_range(n * chunk, part))
+            let nonzero = scalars.iter().filter(|s| !s.is_zero()).count();
+            let mut bounds = vec![0_usize];
+            let mut seen = 0_usize;
+            for (i, scalar) in scalars.iter().enumerate() {
+                if !scalar.is_zero() {
+                    seen += 1;
+                    if seen * threads >= nonzero * bounds.len() && bounds.len() < threads {
+                        bounds.push(i + 1);
+                    }
+                }
+            }
+            bounds.push(scalars.len());
+            Ok(bounds
+                .par_windows(2)
+                .map(|w| self.msm_range(w[0], &scalars[w[0]..w[1]]))
                 .sum())
         }
         #[cfg(not(feature = "parallel"))]
@@ -151,10 +164,9 @@ impl<P: SWCurveConfig> FixedBaseMsm<P> {
             signed_digits(&scalar.into_bigint(), self.window_bits, &mut digits);
             let row = (first + i) * self.windows;
             for (j, &digit) in digits.iter().enumerate() {
-                if digit == 0 {
+                let Some(bucket) = digit.unsigned_abs().checked_sub(1) else {
                     continue;
-                }
-                let bucket = digit.unsigned_abs() - 1;
+                };
                 counts[bucket as usize + 1] += 1;
                 // `new` checked that every table index fits a u32.
                 let index = u32::try_from(row + j).unwrap_or(u32::MAX);
@@ -347,11 +359,21 @@ mod tests {
         for c in [2, 3, 8, 13] {
             let msm = FixedBaseMsm::new(&bases, MsmConfig { window_bits: c }).unwrap();
             for scalars in &scalar_sets {
-                assert_eq!(
-                    msm.msm(scalars).ok(),
-                    Some(reference(&bases, scalars)),
-                    "c = {c}"
-                );
+                let expected = Some(reference(&bases, scalars));
+                assert_eq!(msm.msm(scalars).ok(), expected, "c = {c}");
+                // Buckets split three ways (and, for c = 2, more threads than buckets).
+                #[cfg(feature = "parallel")]
+                {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(3)
+                        .build()
+                        .unwrap();
+                    assert_eq!(
+                        pool.install(|| msm.msm(scalars)).ok(),
+                        expected,
+                        "c = {c}, 3 threads"
+                    );
+                }
             }
         }
     }

@@ -13,6 +13,7 @@ use ark_ff::{UniformRand, Zero};
 use ark_groth16::{Proof, ProvingKey};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use ark_std::rand::{CryptoRng, RngCore};
+use zeroize::Zeroizing;
 
 use crate::{FixedBaseMsm, MsmConfig, ProverError};
 
@@ -154,7 +155,12 @@ impl CircomProver {
                 got: known.len(),
             });
         }
-        let z: Vec<Fr> = known.iter().map(|v| v.unwrap_or_default()).collect();
+        let z = Zeroizing::new(
+            known
+                .iter()
+                .map(|v| v.unwrap_or_default())
+                .collect::<Vec<Fr>>(),
+        );
         Ok(PartialProof {
             a: self.a.msm(&z)?,
             b_g1: self.b_g1.msm(&z)?,
@@ -177,8 +183,9 @@ impl CircomProver {
         z: &[Fr],
         rng: &mut R,
     ) -> Result<Proof<Bn254>, ProverError> {
-        let h = self.quotient(z)?;
-        let rest: Vec<Fr> = if partial.known.is_empty() {
+        // Everything derived from the assignment is zeroized when dropped.
+        let h = Zeroizing::new(self.quotient(z)?);
+        let rest: Zeroizing<Vec<Fr>> = Zeroizing::new(if partial.known.is_empty() {
             z.to_vec()
         } else {
             if partial.known.len() != z.len() {
@@ -196,7 +203,7 @@ impl CircomProver {
                     Some(_) => Err(ProverError::PartialMismatch { wire }),
                 })
                 .collect::<Result<_, _>>()?
-        };
+        });
         let (r, s) = (Fr::rand(rng), Fr::rand(rng));
         let g_a = partial.a + self.a.msm(&rest)? + self.alpha_g1 + self.delta_g1 * r;
         let g1_b = partial.b_g1 + self.b_g1.msm(&rest)? + self.beta_g1 + self.delta_g1 * s;
@@ -229,8 +236,8 @@ impl CircomProver {
         }
         let n = self.domain.size();
         let eval = |row: &Row| row.iter().map(|&(c, w)| c * z[w]).sum::<Fr>();
-        let mut a = vec![Fr::zero(); n];
-        let mut b = vec![Fr::zero(); n];
+        let mut a = Zeroizing::new(vec![Fr::zero(); n]);
+        let mut b = Zeroizing::new(vec![Fr::zero(); n]);
         let m = self.a_rows.len();
         for (k, (ra, rb)) in self.a_rows.iter().zip(&self.b_rows).enumerate() {
             a[k] = eval(ra);
@@ -238,8 +245,13 @@ impl CircomProver {
         }
         // The public inputs as extra A rows (B zero there), as circom's setup lays them out.
         a[m..m + self.public_wires].copy_from_slice(&z[..self.public_wires]);
-        let mut c: Vec<Fr> = a.iter().zip(&b).map(|(x, y)| *x * y).collect();
-        for v in [&mut a, &mut b, &mut c] {
+        let mut c = Zeroizing::new(
+            a.iter()
+                .zip(b.iter())
+                .map(|(x, y)| *x * y)
+                .collect::<Vec<Fr>>(),
+        );
+        for v in [&mut *a, &mut *b, &mut *c] {
             self.domain.ifft_in_place(v);
             Radix2EvaluationDomain::distribute_powers_and_mul_by_const(
                 v,
@@ -249,8 +261,8 @@ impl CircomProver {
             self.domain.fft_in_place(v);
         }
         Ok(a.iter()
-            .zip(&b)
-            .zip(&c)
+            .zip(b.iter())
+            .zip(c.iter())
             .map(|((x, y), w)| *x * y - w)
             .collect())
     }
