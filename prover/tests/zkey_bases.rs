@@ -1,5 +1,8 @@
 //! The fixed-base MSM against arkworks' `VariableBaseMSM` on every base set of rln 3.0.0's
-//! shipped depth-20 proving key, for the scalar shapes a circom witness has.
+//! shipped depth-20 proving key: full-width random scalars, a witness-like mix, and a real RLN
+//! assignment (and its H) from our witness calculator.
+
+#![allow(clippy::expect_used)]
 
 use ark_bn254::Fr;
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
@@ -24,6 +27,7 @@ fn witness_like(n: usize, rng: &mut StdRng) -> Vec<Fr> {
 fn check<P: SWCurveConfig<ScalarField = Fr>>(
     name: &str,
     bases: &[Affine<P>],
+    real: &[Fr],
     rng: &mut StdRng,
 ) -> Result<(), prover::ProverError>
 where
@@ -31,7 +35,7 @@ where
 {
     let msm = FixedBaseMsm::new(bases, MsmConfig::for_bases(bases.len()))?;
     let full: Vec<Fr> = (0..bases.len()).map(|_| Fr::rand(rng)).collect();
-    for scalars in [full, witness_like(bases.len(), rng)] {
+    for scalars in [full, witness_like(bases.len(), rng), real.to_vec()] {
         let expected = Projective::<P>::msm(bases, &scalars).ok();
         assert_eq!(Some(msm.msm(&scalars)?), expected, "{name}");
     }
@@ -40,12 +44,48 @@ where
 
 #[test]
 fn every_query_of_the_rln_zkey() -> Result<(), prover::ProverError> {
-    let (pk, _) = &**rln::circuit::default_zkey_single();
+    let (pk, matrices) = &**rln::circuit::default_zkey_single();
+    let (z, h) = real_assignment()?;
+    let private = &z[matrices.num_instance_variables..];
     let mut rng = StdRng::seed_from_u64(20);
-    check::<ark_bn254::g1::Config>("a_query", &pk.a_query, &mut rng)?;
-    check::<ark_bn254::g1::Config>("b_g1_query", &pk.b_g1_query, &mut rng)?;
-    check::<ark_bn254::g1::Config>("h_query", &pk.h_query, &mut rng)?;
-    check::<ark_bn254::g1::Config>("l_query", &pk.l_query, &mut rng)?;
-    check::<ark_bn254::g2::Config>("b_g2_query", &pk.b_g2_query, &mut rng)?;
+    check::<ark_bn254::g1::Config>("a_query", &pk.a_query, &z, &mut rng)?;
+    check::<ark_bn254::g1::Config>("b_g1_query", &pk.b_g1_query, &z, &mut rng)?;
+    check::<ark_bn254::g1::Config>("h_query", &pk.h_query, &h, &mut rng)?;
+    check::<ark_bn254::g1::Config>("l_query", &pk.l_query, private, &mut rng)?;
+    check::<ark_bn254::g2::Config>("b_g2_query", &pk.b_g2_query, &z, &mut rng)?;
     Ok(())
+}
+
+/// A member's real assignment and its quotient, from our witness calculator.
+fn real_assignment() -> Result<(Vec<Fr>, Vec<Fr>), prover::ProverError> {
+    use hasher::PoseidonHasher;
+    use rln_glue::primitives::{
+        external_nullifier, id_commitment, rate_commitment, IdentitySecret,
+    };
+    use rln_glue::witness::RlnWitness;
+    use tree_core::{Depth, MerkleTreeExt, OptimalMerkleTree};
+
+    let circuit = prover::rln::RlnCircuit::load()?;
+    let mut tree = OptimalMerkleTree::<PoseidonHasher>::new(Depth::new(20).expect("depth"));
+    let secret = IdentitySecret::new(Fr::from(31337u64));
+    tree.set(
+        1000,
+        rate_commitment(id_commitment(&secret), Fr::from(10u64)),
+    )
+    .expect("set");
+    let witness = RlnWitness::from_tree(
+        &tree,
+        1000,
+        &secret,
+        Fr::from(10u64),
+        Fr::from(4u64),
+        Fr::from(12345u64),
+        external_nullifier(Fr::from(9u64), Fr::from(77u64)),
+    )
+    .expect("witness");
+    let inputs = witness.circuit_inputs();
+    let named: Vec<(&str, &[Fr])> = inputs.iter().map(|(n, v)| (*n, v.as_slice())).collect();
+    let z = circuit.graph.witness(&named)?;
+    let h = circuit.prover.quotient(&z)?;
+    Ok((z, h))
 }
