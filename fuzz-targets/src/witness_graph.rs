@@ -24,17 +24,13 @@ pub fn run(data: &[u8]) {
             )
         })
         .collect();
-    let named: Vec<(&str, &[Fr])> = values
-        .iter()
-        .map(|(n, v)| (n.as_str(), v.as_slice()))
-        .collect();
-    let none = graph.partial_witness(&[]);
+    let none = graph.partial_witness::<&str, &[Fr]>(&[]);
     assert!(
         none.is_ok_and(|w| w.len() == graph.wires()),
         "no inputs: one value per wire"
     );
-    let partial = graph.partial_witness(&named);
-    if let Ok(full) = graph.witness(&named) {
+    let partial = graph.partial_witness(&values);
+    if let Ok(full) = graph.witness(&values) {
         assert_eq!(full.len(), graph.wires());
         let partial = partial.unwrap_or_default();
         assert!(
@@ -121,7 +117,7 @@ mod tests {
             assert_eq!(graph.wires(), 5);
             let a = [Fr::from(2u8), Fr::from(9u8)];
             let b = [Fr::from(4u8)];
-            let z = graph.witness(&[("a", &a), ("b", &b)]).unwrap();
+            let z = graph.witness(&[("a", &a[..]), ("b", &b[..])]).unwrap();
             assert_eq!((z[0], z[1]), (Fr::from(1u8), Fr::from(4u8)));
             run(&seed);
         }

@@ -24,6 +24,8 @@ mod fixed_msm;
 mod groth16;
 #[cfg(feature = "rln")]
 pub mod rln;
+#[cfg(feature = "test-utils")]
+pub mod testing;
 pub mod witness;
 
 pub use error::ProverError;

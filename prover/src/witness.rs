@@ -323,13 +323,16 @@ impl WitnessGraph {
     /// # Errors
     /// [`WitnessError::UnknownInput`], [`WitnessError::InputLength`] or
     /// [`WitnessError::MissingInput`].
-    pub fn witness(&self, inputs: &[(&str, &[Fr])]) -> Result<Vec<Fr>, WitnessError> {
+    pub fn witness<N: AsRef<str>, V: AsRef<[Fr]>>(
+        &self,
+        inputs: &[(N, V)],
+    ) -> Result<Vec<Fr>, WitnessError> {
         let wires = self.partial_witness(inputs)?;
-        if let Some(missing) = self
-            .inputs
-            .keys()
-            .find(|name| !inputs.iter().any(|(given, _)| given == name))
-        {
+        if let Some(missing) = self.inputs.keys().find(|name| {
+            !inputs
+                .iter()
+                .any(|(given, _)| given.as_ref() == name.as_str())
+        }) {
             return Err(WitnessError::MissingInput(missing.clone()));
         }
         // With every input known, every wire is.
@@ -344,13 +347,14 @@ impl WitnessGraph {
     ///
     /// # Errors
     /// [`WitnessError::UnknownInput`] or [`WitnessError::InputLength`].
-    pub fn partial_witness(
+    pub fn partial_witness<N: AsRef<str>, V: AsRef<[Fr]>>(
         &self,
-        inputs: &[(&str, &[Fr])],
+        inputs: &[(N, V)],
     ) -> Result<Vec<Option<Fr>>, WitnessError> {
         let mut slots = vec![None; self.slots];
         slots[0] = Some(Fr::one());
-        for &(name, values) in inputs {
+        for (name, values) in inputs {
+            let (name, values) = (name.as_ref(), values.as_ref());
             let &(offset, len) = self
                 .inputs
                 .get(name)

@@ -11,23 +11,8 @@ use prover::rln::RlnCircuit;
 use prover::WitnessError;
 use rln_glue::primitives::IdentitySecret;
 use rln_glue::primitives::{external_nullifier, hash_to_field_le, id_commitment, rate_commitment};
-use rln_glue::witness::RlnWitness;
+use rln_glue::witness::{RlnWitness, MEMBER_INPUTS};
 use tree_core::{Depth, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
-
-fn inputs(w: &RlnWitness) -> Vec<(&'static str, Vec<Fr>)> {
-    vec![
-        ("identitySecret", vec![w.identity_secret.expose()]),
-        ("userMessageLimit", vec![w.user_message_limit]),
-        ("messageId", vec![w.message_id]),
-        ("pathElements", w.path_elements.clone()),
-        (
-            "identityPathIndex",
-            w.identity_path_index.iter().map(|&b| Fr::from(b)).collect(),
-        ),
-        ("x", vec![w.x]),
-        ("externalNullifier", vec![w.external_nullifier]),
-    ]
-}
 
 #[test]
 fn rln_witness_has_the_public_signals() {
@@ -59,9 +44,7 @@ fn rln_witness_has_the_public_signals() {
             external_nullifier(Fr::from(7u64), hash_to_field_le(b"witness test")),
         )
         .unwrap();
-        let inputs = inputs(&w);
-        let named: Vec<(&str, &[Fr])> = inputs.iter().map(|(n, v)| (*n, v.as_slice())).collect();
-        let z = graph.witness(&named).unwrap();
+        let z = graph.witness(&w.circuit_inputs()).unwrap();
         assert_eq!(z[0], Fr::from(1u8));
         assert_eq!(z[1..6], w.public_values().as_inputs(), "public signals");
         assert_eq!(z[2], tree.root());
@@ -115,9 +98,7 @@ fn proofs_from_our_witness_verify_under_arkworks_and_zerokit() {
         external_nullifier(Fr::from(1u64), hash_to_field_le(b"proof test")),
     )
     .unwrap();
-    let inputs = inputs(&w);
-    let named: Vec<(&str, &[Fr])> = inputs.iter().map(|(n, v)| (*n, v.as_slice())).collect();
-    let z = graph.witness(&named).unwrap();
+    let z = graph.witness(&w.circuit_inputs()).unwrap();
     let public = w.public_values();
     let mut rng = rand::rngs::OsRng;
     let proof = prover.prove(&z, &mut rng).unwrap();
@@ -159,18 +140,10 @@ fn partial_proofs_finish_to_the_same_verifying_proofs() {
         .unwrap()
     };
     // What the member fixes: secret, limit, path.
-    let first = inputs(&message(0));
+    let first = message(0).circuit_inputs();
     let member: Vec<(&str, &[Fr])> = first
         .iter()
-        .filter(|(n, _)| {
-            [
-                "identitySecret",
-                "userMessageLimit",
-                "pathElements",
-                "identityPathIndex",
-            ]
-            .contains(n)
-        })
+        .filter(|(n, _)| MEMBER_INPUTS.contains(n))
         .map(|(n, v)| (*n, v.as_slice()))
         .collect();
     let known = graph.partial_witness(&member).unwrap();
@@ -184,9 +157,7 @@ fn partial_proofs_finish_to_the_same_verifying_proofs() {
     let mut rng = rand::rngs::OsRng;
     for k in 1..4 {
         let w = message(k);
-        let all = inputs(&w);
-        let named: Vec<(&str, &[Fr])> = all.iter().map(|(n, v)| (*n, v.as_slice())).collect();
-        let z = graph.witness(&named).unwrap();
+        let z = graph.witness(&w.circuit_inputs()).unwrap();
         for (wire, value) in known.iter().enumerate() {
             if let Some(v) = value {
                 assert_eq!(*v, z[wire], "a known wire keeps its value");
@@ -214,9 +185,7 @@ fn partial_proofs_finish_to_the_same_verifying_proofs() {
         Fr::from(3u64),
     )
     .unwrap();
-    let all = inputs(&w);
-    let named: Vec<(&str, &[Fr])> = all.iter().map(|(n, v)| (*n, v.as_slice())).collect();
-    let z = graph.witness(&named).unwrap();
+    let z = graph.witness(&w.circuit_inputs()).unwrap();
     assert!(matches!(
         prover.finish(&partial, &z, &mut rng),
         Err(prover::ProverError::PartialMismatch { .. })

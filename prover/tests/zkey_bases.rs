@@ -7,22 +7,10 @@
 use ark_bn254::Fr;
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::VariableBaseMSM;
-use ark_ff::{UniformRand, Zero};
+use ark_ff::UniformRand;
+use prover::testing::witness_like;
 use prover::{FixedBaseMsm, MsmConfig};
-use rand::{rngs::StdRng, Rng, SeedableRng};
-
-/// Zeros, ones, small values, full-width values and negatives, mixed.
-fn witness_like(n: usize, rng: &mut StdRng) -> Vec<Fr> {
-    (0..n)
-        .map(|_| match rng.gen_range(0..5) {
-            0 => Fr::zero(),
-            1 => Fr::from(1u8),
-            2 => Fr::from(rng.gen_range(2..1u64 << 20)),
-            3 => -Fr::from(rng.gen_range(1..1u64 << 8)),
-            _ => Fr::rand(rng),
-        })
-        .collect()
-}
+use rand::{rngs::StdRng, SeedableRng};
 
 fn check<P: SWCurveConfig<ScalarField = Fr>>(
     name: &str,
@@ -83,9 +71,7 @@ fn real_assignment() -> Result<(Vec<Fr>, Vec<Fr>), prover::ProverError> {
         external_nullifier(Fr::from(9u64), Fr::from(77u64)),
     )
     .expect("witness");
-    let inputs = witness.circuit_inputs();
-    let named: Vec<(&str, &[Fr])> = inputs.iter().map(|(n, v)| (*n, v.as_slice())).collect();
-    let z = circuit.graph.witness(&named)?;
+    let z = circuit.graph.witness(&witness.circuit_inputs())?;
     let h = circuit.prover.quotient(&z)?;
     Ok((z, h))
 }

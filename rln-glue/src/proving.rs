@@ -9,9 +9,9 @@ use hasher::Fr;
 use prover::rln::RlnCircuit;
 use prover::ProverError;
 use rand::{CryptoRng, RngCore};
-use zeroize::Zeroize;
+use zeroize::Zeroizing;
 
-use crate::witness::{PublicValues, RlnWitness};
+use crate::witness::{PublicValues, RlnWitness, MEMBER_INPUTS};
 
 /// rln 3.0.0's circuit, ready to prove: load once, prove many times (it is `Sync`).
 #[derive(Debug, Clone)]
@@ -29,6 +29,12 @@ impl RlnProver {
         Ok(Self {
             circuit: RlnCircuit::load()?,
         })
+    }
+
+    /// The circuit's witness graph and prover tables (for benchmarks that time the steps).
+    #[must_use]
+    pub fn circuit(&self) -> &RlnCircuit {
+        &self.circuit
     }
 
     /// Heap bytes of the precomputed tables.
@@ -50,22 +56,21 @@ impl RlnProver {
         self.finish(&MemberPartial::default(), witness, rng)
     }
 
-    /// The part of every proof a member makes that its secret, limit and Merkle path fix, for
-    /// [`finish`](Self::finish): computed once per member and root, it leaves each message
-    /// only the wires its signal, epoch and message id change.
+    /// The part of every proof a member makes that its secret, limit and Merkle path fix
+    /// ([`MEMBER_INPUTS`]), for [`finish`](Self::finish): computed once per member and root, it
+    /// leaves each message only the wires its signal, epoch and message id change.
     ///
     /// # Errors
     /// As [`prove`](Self::prove).
     pub fn partial(&self, witness: &RlnWitness) -> Result<MemberPartial, ProverError> {
-        const MEMBER: [&str; 4] = [
-            "identitySecret",
-            "userMessageLimit",
-            "pathElements",
-            "identityPathIndex",
-        ];
-        self.with_assignment(witness, &MEMBER, |known| {
-            Ok(MemberPartial(self.circuit.prover.partial(known)?))
-        })
+        let inputs = witness.circuit_inputs();
+        let member: Vec<(&str, &[Fr])> = inputs
+            .iter()
+            .filter(|(name, _)| MEMBER_INPUTS.contains(name))
+            .map(|(name, values)| (*name, values.as_slice()))
+            .collect();
+        let known = Zeroizing::new(self.circuit.graph.partial_witness(&member)?);
+        Ok(MemberPartial(self.circuit.prover.partial(&known)?))
     }
 
     /// [`prove`](Self::prove) from a member's [`partial`](Self::partial).
@@ -79,46 +84,9 @@ impl RlnProver {
         witness: &RlnWitness,
         rng: &mut R,
     ) -> Result<(Proof<Bn254>, PublicValues), ProverError> {
-        let proof = self.with_assignment(witness, &[], |z| {
-            let z: Vec<Fr> = z.iter().map(|v| v.unwrap_or_default()).collect();
-            let mut z = zeroize::Zeroizing::new(z);
-            self.circuit
-                .prover
-                .finish(&partial.0, &z, rng)
-                .inspect(|_| z.zeroize())
-        })?;
+        let z = Zeroizing::new(self.circuit.graph.witness(&witness.circuit_inputs())?);
+        let proof = self.circuit.prover.finish(&partial.0, &z, rng)?;
         Ok((proof, witness.public_values()))
-    }
-
-    /// Evaluates the circuit on `witness`'s inputs, only those named in `only` unless it is
-    /// empty, hands the wires to `use_wires`, then zeroizes the inputs and wires.
-    fn with_assignment<T>(
-        &self,
-        witness: &RlnWitness,
-        only: &[&str],
-        use_wires: impl FnOnce(&[Option<Fr>]) -> Result<T, ProverError>,
-    ) -> Result<T, ProverError> {
-        let mut inputs = witness.circuit_inputs();
-        let named: Vec<(&str, &[Fr])> = inputs
-            .iter()
-            .filter(|(n, _)| only.is_empty() || only.contains(n))
-            .map(|(n, v)| (*n, v.as_slice()))
-            .collect();
-        let wires = if only.is_empty() {
-            self.circuit
-                .graph
-                .witness(&named)
-                .map(|z| z.into_iter().map(Some).collect::<Vec<_>>())
-        } else {
-            self.circuit.graph.partial_witness(&named)
-        };
-        drop(named);
-        for (_, values) in &mut inputs {
-            values.zeroize();
-        }
-        // Zeroized on drop.
-        let wires = zeroize::Zeroizing::new(wires?);
-        use_wires(&wires)
     }
 }
 

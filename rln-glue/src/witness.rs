@@ -62,6 +62,36 @@ impl PublicValues {
     }
 }
 
+/// The circuit inputs that a member's secret, limit and Merkle path fix: what a partial proof
+/// computes once per member and root, leaving each message its signal, epoch and message id.
+pub const MEMBER_INPUTS: [&str; 4] = [
+    "identitySecret",
+    "userMessageLimit",
+    "pathElements",
+    "identityPathIndex",
+];
+
+/// A witness's circuit inputs, `(signal name, values)` ([`RlnWitness::circuit_inputs`]); the
+/// values, the secret among them, are zeroized on drop.
+#[derive(Debug)]
+pub struct CircuitInputs([(&'static str, Vec<Fr>); 7]);
+
+impl core::ops::Deref for CircuitInputs {
+    type Target = [(&'static str, Vec<Fr>)];
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl Drop for CircuitInputs {
+    fn drop(&mut self) {
+        for (_, values) in &mut self.0 {
+            zeroize::Zeroize::zeroize(values);
+        }
+    }
+}
+
 /// The RLN witness (single message-id circuit).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RlnWitness {
@@ -158,10 +188,10 @@ impl RlnWitness {
     }
 
     /// The circuit's inputs by signal name, in field elements: what a witness calculator takes.
-    /// Holds the secret: callers zeroize it when done.
+    /// They hold the secret, so they are zeroized when dropped.
     #[must_use]
-    pub fn circuit_inputs(&self) -> [(&'static str, Vec<Fr>); 7] {
-        [
+    pub fn circuit_inputs(&self) -> CircuitInputs {
+        CircuitInputs([
             ("identitySecret", vec![self.identity_secret.expose()]),
             ("userMessageLimit", vec![self.user_message_limit]),
             ("messageId", vec![self.message_id]),
@@ -175,7 +205,7 @@ impl RlnWitness {
             ),
             ("x", vec![self.x]),
             ("externalNullifier", vec![self.external_nullifier]),
-        ]
+        ])
     }
 
     /// The circom input JSON (`identitySecret`, `userMessageLimit`, `messageId`, `pathElements`,

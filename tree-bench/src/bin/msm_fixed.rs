@@ -6,32 +6,16 @@
 //!
 //! `cargo run --release -p tree-bench --bin msm_fixed [-- --quick]`
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ark_bn254::Fr;
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::VariableBaseMSM;
-use ark_ff::{UniformRand, Zero};
+use ark_ff::UniformRand;
+use prover::testing::witness_like;
 use prover::{FixedBaseMsm, MsmConfig};
-use rand::{rngs::StdRng, Rng, SeedableRng};
-use tree_bench::fmt_duration;
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort_unstable();
-    samples[samples.len() / 2]
-}
-
-fn witness_like(n: usize, rng: &mut StdRng) -> Vec<Fr> {
-    (0..n)
-        .map(|_| match rng.gen_range(0..5) {
-            0 => Fr::zero(),
-            1 => Fr::from(1u8),
-            2 => Fr::from(rng.gen_range(2..1u64 << 20)),
-            3 => -Fr::from(rng.gen_range(1..1u64 << 8)),
-            _ => Fr::rand(rng),
-        })
-        .collect()
-}
+use rand::{rngs::StdRng, SeedableRng};
+use tree_bench::{fmt_duration, Stats};
 
 /// One table row per thread count and scalar shape; A, B interleaved run by run.
 fn query<P: SWCurveConfig<ScalarField = Fr>>(
@@ -66,7 +50,10 @@ where
                     return Err(format!("{name}: results differ").into());
                 }
             }
-            let (ark, ours) = (median(ark), median(ours));
+            let (ark, ours) = (
+                Stats::from_samples(ark).median,
+                Stats::from_samples(ours).median,
+            );
             println!(
                 "| {name} | {} | {threads} | {shape} | {} | {} | {:.2}x | c = {}, {} ({:.1} MiB) |",
                 bases.len(),

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use ark_ff::{BigInteger, PrimeField};
 use hasher::{Fr, PoseidonHasher};
-use prover::rln::RlnCircuit;
 use rln::prelude::{RLNBuilder, RLNMerkleProof, RLNPartialWitnessInput, SecretFr};
 use rln_glue::primitives::{
     external_nullifier, hash_to_field_le, id_commitment, rate_commitment, IdentitySecret,
@@ -20,42 +19,27 @@ use rln_glue::primitives::{
 use rln_glue::proving::RlnProver;
 use rln_glue::verifier::RlnVerifier;
 use rln_glue::witness::RlnWitness;
-use tree_bench::fmt_duration;
+use tree_bench::{fmt_duration, proc_status_bytes, Stats};
 use tree_core::{Depth, MerkleTreeExt, OptimalMerkleTree};
 
 const LIMIT: u64 = 10;
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort_unstable();
-    samples[samples.len() / 2]
-}
-
-fn vm_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quick = std::env::args().any(|a| a == "--quick");
     let reps = if quick { 3 } else { 11 };
 
     // Start-up: rln's proving key (shared by both sides), then our tables.
-    let rss0 = vm_rss_kib();
+    let rss = || proc_status_bytes("VmRSS").unwrap_or(0);
+    let rss0 = rss();
     let t = Instant::now();
     let _ = rln::prelude::default_zkey_single();
     let zkey_load = t.elapsed();
-    let rss1 = vm_rss_kib();
+    let rss1 = rss();
     let t = Instant::now();
     let ours = RlnProver::load()?;
     let tables_build = t.elapsed();
-    let rss2 = vm_rss_kib();
-    let circuit = RlnCircuit::load()?;
+    let rss2 = rss();
+    let circuit = ours.circuit();
     let theirs = RLNBuilder::stateless().build();
     let verifier = RlnVerifier::from_bytes(&rln_glue::zerokit::verifying_key_bytes())?;
 
@@ -140,10 +124,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
             // Our steps apart, on the same witness.
             let inputs = w.circuit_inputs();
-            let named: Vec<(&str, &[Fr])> =
-                inputs.iter().map(|(n, v)| (*n, v.as_slice())).collect();
             let t = Instant::now();
-            let z = circuit.graph.witness(&named)?;
+            let z = circuit.graph.witness(&inputs)?;
             rows[4].push(t.elapsed());
             let t = Instant::now();
             let _ = pool.install(|| circuit.prover.quotient(&z))?;
@@ -153,7 +135,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rows[6].push(t.elapsed());
         }
         let [full, pre, finish, ours_total, witness, quotient, prove, ours_pre, ours_finish] =
-            rows.map(median);
+            rows.map(|samples| Stats::from_samples(samples).median);
         let msms = prove.saturating_sub(quotient);
         println!(
             "| {threads} | {} | {} | {} | {} | {} | {} | {:.2}x | {:.2}x | {:.2}x | {} | {} | {} |",
@@ -172,9 +154,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     // What the MSMs are fed: the scalar shapes of a real assignment and of H.
-    let inputs = witnesses[0].circuit_inputs();
-    let named: Vec<(&str, &[Fr])> = inputs.iter().map(|(n, v)| (*n, v.as_slice())).collect();
-    let z = circuit.graph.witness(&named)?;
+    let z = circuit.graph.witness(&witnesses[0].circuit_inputs())?;
     let h = circuit.prover.quotient(&z)?;
     for (name, scalars) in [("assignment", &z), ("H", &h)] {
         let bits = |f: &Fr| f.into_bigint().num_bits();
@@ -192,9 +172,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "\nStart-up: rln's zkey {} (+{:.1} MiB RSS, shared); our tables {} on the default rayon pool (+{:.1} MiB RSS; tables {:.1} MiB)",
         fmt_duration(zkey_load),
-        (rss1.saturating_sub(rss0)) as f64 / 1024.0,
+        rss1.saturating_sub(rss0) as f64 / (1024.0 * 1024.0),
         fmt_duration(tables_build),
-        (rss2.saturating_sub(rss1)) as f64 / 1024.0,
+        rss2.saturating_sub(rss1) as f64 / (1024.0 * 1024.0),
         ours.table_bytes() as f64 / (1024.0 * 1024.0),
     );
     Ok(())
