@@ -21,15 +21,6 @@ struct Images {
     flushes: u64,
 }
 
-fn apply(map: &mut BTreeMap<Vec<u8>, Vec<u8>>, batch: &StoreBatch) {
-    for (key, value) in batch.ops() {
-        match value {
-            Some(value) => map.insert(key.clone(), value.clone()),
-            None => map.remove(key),
-        };
-    }
-}
-
 /// A [`KvStore`] that keeps its durable image apart from what was only written.
 /// Clones share the same images.
 #[derive(Clone, Default)]
@@ -68,7 +59,7 @@ impl PowerLossStore {
         let images = self.images.lock();
         let mut map = images.durable.clone();
         for batch in images.pending.iter().take(survivors) {
-            apply(&mut map, batch);
+            batch.clone().apply_to(&mut map);
         }
         let store = MemStore::new();
         let mut batch = StoreBatch::default();
@@ -101,8 +92,8 @@ impl KvStore for PowerLossStore {
     fn flush(&self) -> Result<(), Infallible> {
         let mut images = self.images.lock();
         let pending = std::mem::take(&mut images.pending);
-        for batch in &pending {
-            apply(&mut images.durable, batch);
+        for batch in pending {
+            batch.apply_to(&mut images.durable);
         }
         images.flushes += 1;
         Ok(())

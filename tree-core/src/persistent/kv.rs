@@ -38,6 +38,16 @@ impl StoreBatch {
         &self.ops
     }
 
+    /// Applies the operations, in order, to an in-memory image of a store.
+    pub fn apply_to(self, map: &mut std::collections::BTreeMap<Vec<u8>, Vec<u8>>) {
+        for (key, value) in self.ops {
+            match value {
+                Some(value) => map.insert(key, value),
+                None => map.remove(&key),
+            };
+        }
+    }
+
     /// The operations, consumed (what an engine turns into its own batch).
     #[must_use]
     pub fn into_ops(self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
@@ -136,13 +146,7 @@ impl KvStore for MemStore {
     }
 
     fn commit(&self, batch: StoreBatch) -> Result<(), Infallible> {
-        let mut data = self.data.write();
-        for (key, value) in batch.ops {
-            match value {
-                Some(value) => data.insert(key, value),
-                None => data.remove(&key),
-            };
-        }
+        batch.apply_to(&mut self.data.write());
         Ok(())
     }
 
