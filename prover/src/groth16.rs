@@ -149,12 +149,7 @@ impl CircomProver {
     /// # Errors
     /// [`ProverError::ScalarCount`] unless `known` has one entry per wire.
     pub fn partial(&self, known: &[Option<Fr>]) -> Result<PartialProof, ProverError> {
-        if known.len() != self.wires() {
-            return Err(ProverError::ScalarCount {
-                expected: self.wires(),
-                got: known.len(),
-            });
-        }
+        self.check_wires(known.len())?;
         let z = Zeroizing::new(
             known
                 .iter()
@@ -222,18 +217,25 @@ impl CircomProver {
         })
     }
 
+    /// Refuses an assignment that is not one value per wire.
+    fn check_wires(&self, len: usize) -> Result<(), ProverError> {
+        if len == self.wires() {
+            Ok(())
+        } else {
+            Err(ProverError::ScalarCount {
+                expected: self.wires(),
+                got: len,
+            })
+        }
+    }
+
     /// H's coefficients against the key's H query, computed as snarkjs does (public for
     /// benchmarks that time the FFTs apart from the MSMs).
     ///
     /// # Errors
     /// [`ProverError::ScalarCount`] for an assignment of the wrong length.
     pub fn quotient(&self, z: &[Fr]) -> Result<Vec<Fr>, ProverError> {
-        if z.len() != self.wires() {
-            return Err(ProverError::ScalarCount {
-                expected: self.wires(),
-                got: z.len(),
-            });
-        }
+        self.check_wires(z.len())?;
         let n = self.domain.size();
         let eval = |row: &Row| row.iter().map(|&(c, w)| c * z[w]).sum::<Fr>();
         let mut a = Zeroizing::new(vec![Fr::zero(); n]);
