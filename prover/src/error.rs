@@ -10,6 +10,9 @@ pub enum ProverError {
     /// More bases than a table can index (2^32 window shifts).
     #[error("{0} bases: the table of their window shifts would exceed 2^32 points")]
     TooManyBases(usize),
+    /// IFMA lanes asked for on a CPU without AVX-512F and AVX-512 IFMA.
+    #[error("Arithmetic::Ifma asked for, but this CPU lacks AVX-512F or AVX-512 IFMA")]
+    NoIfma,
     /// A witness graph or its inputs were refused.
     #[error(transparent)]
     Witness(#[from] crate::WitnessError),

@@ -11,53 +11,100 @@
 
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::{AdditiveGroup, CurveGroup};
-use ark_ff::{batch_inversion, BigInteger, Field, PrimeField, Zero};
+use ark_ff::{BigInteger, PrimeField, Zero};
 
+use crate::buckets::{bucket_sums, FromAffine, LanePoints, RoundPoints};
+use crate::lanes::{ifma_available, Arithmetic, LaneField};
 use crate::ProverError;
 
-/// How a [`FixedBaseMsm`] trades table memory for work.
+/// How a [`FixedBaseMsm`] trades table memory for work, and what arithmetic it sums with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsmConfig {
     /// Window width `c` in bits (2..=20). Larger windows mean fewer table points per base and
     /// fewer bucket entries per scalar, but `2^(c-1)` buckets to reduce.
     pub window_bits: u32,
+    /// The bucket additions' field arithmetic.
+    pub arithmetic: Arithmetic,
 }
 
 impl MsmConfig {
-    /// The window that minimises `entries + reduction` for `bases` bases of full-width scalars:
-    /// each base adds `ceil(255/c)` entries, the reduction about `2·2^(c-1)` projective
-    /// additions (weighted 2x: a projective addition costs about two batch-affine ones).
+    /// [`for_bases_with`](Self::for_bases_with) [`Arithmetic::Auto`].
     #[must_use]
     pub fn for_bases(bases: usize) -> Self {
+        Self::for_bases_with(bases, Arithmetic::Auto)
+    }
+
+    /// The window that minimises `entries + reduction` for `bases` bases of full-width scalars
+    /// summed with `arithmetic`. Each base adds `ceil(255/c)` bucket entries; the reduction
+    /// costs about `2·2^(c-1)` projective additions, each worth two batch-affine ones in ark-ff
+    /// and four on IFMA lanes (measured with `msm_fixed --window`).
+    #[must_use]
+    pub fn for_bases_with(bases: usize, arithmetic: Arithmetic) -> Self {
+        let lanes = match arithmetic {
+            Arithmetic::Portable => false,
+            Arithmetic::Auto => ifma_available(),
+            Arithmetic::Ifma => true,
+        };
+        let weight: u64 = if lanes { 8 } else { 4 };
         let cost = |c: u32| {
             let windows = 255_u64.div_ceil(u64::from(c));
-            windows * bases as u64 + 4 * (1_u64 << (c - 1))
+            windows * bases as u64 + weight * (1_u64 << (c - 1))
         };
         let window_bits = (4..=16).min_by_key(|&c| cost(c)).unwrap_or(12);
-        Self { window_bits }
+        Self {
+            window_bits,
+            arithmetic,
+        }
     }
 }
 
-/// Precomputed window shifts of fixed bases, for MSMs against any scalars of their field.
+/// The window shifts, in the form the bucket additions run in.
 #[derive(Clone, Debug)]
-pub struct FixedBaseMsm<P: SWCurveConfig> {
+enum Table<P: SWCurveConfig>
+where
+    P::BaseField: LaneField,
+{
+    Portable(Vec<Affine<P>>),
+    Lanes(LanePoints<P::BaseField>),
+}
+
+/// Precomputed window shifts of fixed bases, for MSMs against any scalars of their field.
+///
+/// The bases' field must have a lane form ([`LaneField`]: BN254's G1 and G2), which the IFMA
+/// path sums in.
+#[derive(Clone, Debug)]
+pub struct FixedBaseMsm<P: SWCurveConfig>
+where
+    P::BaseField: LaneField,
+{
     window_bits: u32,
     windows: usize,
     bases: usize,
-    /// `table[i·windows + j] = 2^(c·j)·base_i`.
-    table: Vec<Affine<P>>,
+    /// Point `i·windows + j` is `2^(c·j)·base_i`.
+    table: Table<P>,
 }
 
-impl<P: SWCurveConfig> FixedBaseMsm<P> {
+impl<P: SWCurveConfig> FixedBaseMsm<P>
+where
+    P::BaseField: LaneField,
+{
     /// Computes the window shifts of every base.
     ///
     /// # Errors
-    /// [`ProverError::WindowBits`] for a window outside 2..=20.
+    /// [`ProverError::WindowBits`] for a window outside 2..=20, [`ProverError::TooManyBases`]
+    /// past 2^32 table points, [`ProverError::NoIfma`] for [`Arithmetic::Ifma`] on a CPU
+    /// without it.
     pub fn new(bases: &[Affine<P>], config: MsmConfig) -> Result<Self, ProverError> {
         let c = config.window_bits;
         if !(2..=20).contains(&c) {
             return Err(ProverError::WindowBits(c));
         }
+        let lanes = match config.arithmetic {
+            Arithmetic::Portable => false,
+            Arithmetic::Auto => ifma_available(),
+            Arithmetic::Ifma if ifma_available() => true,
+            Arithmetic::Ifma => return Err(ProverError::NoIfma),
+        };
         let scalar_bits = usize::try_from(P::ScalarField::MODULUS_BIT_SIZE)
             .map_err(|_| ProverError::WindowBits(c))?;
         // c·windows > scalar bits, so the top window's digit never carries out (see `digits`).
@@ -84,11 +131,16 @@ impl<P: SWCurveConfig> FixedBaseMsm<P> {
         };
         #[cfg(not(feature = "parallel"))]
         let projective: Vec<Projective<P>> = bases.iter().flat_map(shifts).collect();
+        let affine = Projective::normalize_batch(&projective);
         Ok(Self {
             window_bits: c,
             windows,
             bases: bases.len(),
-            table: Projective::normalize_batch(&projective),
+            table: if lanes {
+                Table::Lanes(LanePoints::encode(&affine))
+            } else {
+                Table::Portable(affine)
+            },
         })
     }
 
@@ -107,7 +159,19 @@ impl<P: SWCurveConfig> FixedBaseMsm<P> {
     /// Heap bytes of the precomputed table.
     #[must_use]
     pub fn table_bytes(&self) -> usize {
-        self.table.capacity() * size_of::<Affine<P>>()
+        match &self.table {
+            Table::Portable(points) => points.capacity() * size_of::<Affine<P>>(),
+            Table::Lanes(points) => points.bytes(),
+        }
+    }
+
+    /// The arithmetic this table sums with: [`Arithmetic::Ifma`] or [`Arithmetic::Portable`].
+    #[must_use]
+    pub fn arithmetic(&self) -> Arithmetic {
+        match self.table {
+            Table::Portable(_) => Arithmetic::Portable,
+            Table::Lanes(_) => Arithmetic::Ifma,
+        }
     }
 
     /// `Σ scalars[i]·bases[i]`.
@@ -151,6 +215,17 @@ impl<P: SWCurveConfig> FixedBaseMsm<P> {
 
     /// The MSM of `scalars` against the bases from `first` on, on this thread.
     fn msm_range(&self, first: usize, scalars: &[P::ScalarField]) -> Projective<P> {
+        match &self.table {
+            Table::Portable(table) => self.msm_range_in(table, first, scalars),
+            Table::Lanes(table) => self.msm_range_in(table, first, scalars),
+        }
+    }
+
+    /// [`msm_range`](Self::msm_range) with the table's points in form `S`.
+    fn msm_range_in<S>(&self, table: &S, first: usize, scalars: &[P::ScalarField]) -> Projective<P>
+    where
+        S: RoundPoints<P> + FromAffine<P>,
+    {
         let buckets = 1_usize << (self.window_bits - 1);
         // Counting sort of the bucket entries: first the digits and their counts, then the
         // points in bucket order.
@@ -178,15 +253,14 @@ impl<P: SWCurveConfig> FixedBaseMsm<P> {
         }
         let bounds = counts.clone();
         let mut next = counts;
-        let mut points = vec![Affine::<P>::identity(); entries.len()];
+        let mut points = S::with_len(entries.len());
         for &(tag, index) in &entries {
             let slot = &mut next[(tag >> 1) as usize];
-            let point = self.table[index as usize];
-            points[*slot as usize] = if tag & 1 == 1 { -point } else { point };
+            points.set(*slot as usize, table, index as usize, tag & 1 == 1);
             *slot += 1;
         }
         drop(entries);
-        let sums = bucket_sums(points, bounds);
+        let sums = bucket_sums(&points, &bounds);
         // Σ (b+1)·sums[b] as running sums, from the highest bucket down.
         let mut running = Projective::<P>::zero();
         let mut total = Projective::<P>::zero();
@@ -230,81 +304,6 @@ fn signed_digits<B: BigInteger>(scalar: &B, c: u32, out: &mut Vec<i32>) {
     while out.last() == Some(&0) {
         out.pop();
     }
-}
-
-/// Sums the points of each bucket (`points[bounds[b]..bounds[b+1]]`) by pairwise batch-affine
-/// additions, halving every bucket each round. `None` for an empty or cancelled bucket.
-fn bucket_sums<P: SWCurveConfig>(
-    mut points: Vec<Affine<P>>,
-    mut bounds: Vec<u32>,
-) -> Vec<Option<Affine<P>>> {
-    let buckets = bounds.len() - 1;
-    let mut denominators: Vec<P::BaseField> = Vec::new();
-    loop {
-        // One denominator per pair: x_q - x_p, or zero (skipped by the batch inversion) where
-        // the affine formula does not apply.
-        denominators.clear();
-        for b in 0..buckets {
-            let (start, end) = (bounds[b] as usize, bounds[b + 1] as usize);
-            for k in (start..end.saturating_sub(1)).step_by(2) {
-                let (p, q) = (&points[k], &points[k + 1]);
-                denominators.push(if p.infinity || q.infinity {
-                    P::BaseField::zero()
-                } else {
-                    q.x - p.x
-                });
-            }
-        }
-        if denominators.is_empty() {
-            break;
-        }
-        batch_inversion(&mut denominators);
-        let mut inverses = denominators.iter();
-        let mut written = 0_usize;
-        let mut new_bounds = Vec::with_capacity(bounds.len());
-        new_bounds.push(0_u32);
-        for b in 0..buckets {
-            let (start, end) = (bounds[b] as usize, bounds[b + 1] as usize);
-            let mut k = start;
-            while k + 1 < end {
-                let inverse = inverses.next().copied().unwrap_or_default();
-                points[written] = add_affine(&points[k], &points[k + 1], &inverse);
-                written += 1;
-                k += 2;
-            }
-            if k < end {
-                points[written] = points[k];
-                written += 1;
-            }
-            new_bounds.push(u32::try_from(written).unwrap_or(u32::MAX));
-        }
-        points.truncate(written);
-        bounds = new_bounds;
-    }
-    (0..buckets)
-        .map(|b| {
-            let point = points.get(bounds[b] as usize)?;
-            (bounds[b] < bounds[b + 1] && !point.infinity).then_some(*point)
-        })
-        .collect()
-}
-
-/// `p + q` given `inverse = 1/(x_q - x_p)`; identity, doubling and opposite points take the
-/// (rare) projective path.
-fn add_affine<P: SWCurveConfig>(p: &Affine<P>, q: &Affine<P>, inverse: &P::BaseField) -> Affine<P> {
-    if p.infinity {
-        return *q;
-    }
-    if q.infinity {
-        return *p;
-    }
-    if p.x == q.x {
-        return (Projective::from(*p) + q).into_affine();
-    }
-    let lambda = (q.y - p.y) * inverse;
-    let x = lambda.square() - p.x - q.x;
-    let y = lambda * (p.x - x) - p.y;
-    Affine::new_unchecked(x, y)
 }
 
 #[cfg(test)]
@@ -356,11 +355,25 @@ mod tests {
             (0..bases.len()).map(|_| Fr::rand(&mut rng)).collect(),
             (0..bases.len()).map(|i| -Fr::from(i as u64)).collect(),
         ];
-        for c in [2, 3, 8, 13] {
-            let msm = FixedBaseMsm::new(&bases, MsmConfig { window_bits: c }).unwrap();
+        let mut arithmetics = vec![Arithmetic::Portable];
+        if ifma_available() {
+            arithmetics.push(Arithmetic::Ifma);
+        } else {
+            eprintln!("no AVX-512 IFMA on this CPU: the lane path is not tested here");
+        }
+        for (c, arithmetic) in [2, 3, 8, 13]
+            .into_iter()
+            .flat_map(|c| arithmetics.iter().map(move |&a| (c, a)))
+        {
+            let config = MsmConfig {
+                window_bits: c,
+                arithmetic,
+            };
+            let msm = FixedBaseMsm::new(&bases, config).unwrap();
+            assert_eq!(msm.arithmetic(), arithmetic);
             for scalars in &scalar_sets {
                 let expected = Some(reference(&bases, scalars));
-                assert_eq!(msm.msm(scalars).ok(), expected, "c = {c}");
+                assert_eq!(msm.msm(scalars).ok(), expected, "c = {c}, {arithmetic:?}");
                 // Buckets split three ways (and, for c = 2, more threads than buckets).
                 #[cfg(feature = "parallel")]
                 {
@@ -382,9 +395,24 @@ mod tests {
     fn refuses_bad_inputs() {
         let bases = [G1Affine::identity(); 3];
         assert!(matches!(
-            FixedBaseMsm::new(&bases, MsmConfig { window_bits: 1 }),
+            FixedBaseMsm::new(
+                &bases,
+                MsmConfig {
+                    window_bits: 1,
+                    arithmetic: Arithmetic::Auto
+                }
+            ),
             Err(ProverError::WindowBits(1))
         ));
+        let ifma = MsmConfig {
+            window_bits: 8,
+            arithmetic: Arithmetic::Ifma,
+        };
+        assert_eq!(
+            FixedBaseMsm::new(&bases, ifma).is_ok(),
+            ifma_available(),
+            "Ifma refused exactly where the CPU lacks it"
+        );
         let msm = FixedBaseMsm::new(&bases, MsmConfig::for_bases(3)).unwrap();
         assert!(matches!(
             msm.msm(&[Fr::zero(); 2]),

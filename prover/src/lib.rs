@@ -3,7 +3,7 @@
 //! A circom proving key's queries (A, B in G1 and G2, H, L) never change, so each one's
 //! multi-scalar multiplication can trade start-up work and memory for per-proof speed:
 //! [`FixedBaseMsm`] precomputes every base's window shifts and sums each proof's bucket entries
-//! in batch-affine rounds.
+//! in batch-affine rounds, on AVX-512 IFMA lanes where the CPU has them ([`lanes`]).
 //!
 //! ```
 //! use ark_bn254::{Fr, G1Affine, G1Projective};
@@ -19,9 +19,11 @@
 //! # Ok::<(), prover::ProverError>(())
 //! ```
 
+mod buckets;
 mod error;
 mod fixed_msm;
 mod groth16;
+pub mod lanes;
 #[cfg(feature = "rln")]
 pub mod rln;
 #[cfg(feature = "test-utils")]
@@ -31,4 +33,5 @@ pub mod witness;
 pub use error::ProverError;
 pub use fixed_msm::{FixedBaseMsm, MsmConfig};
 pub use groth16::{CircomProver, PartialProof, Row};
+pub use lanes::Arithmetic;
 pub use witness::{WitnessError, WitnessGraph};

@@ -1,6 +1,7 @@
 //! The fixed-base MSM against arkworks' `VariableBaseMSM` on every base set of rln 3.0.0's
 //! shipped depth-20 proving key: full-width random scalars, a witness-like mix, and a real RLN
-//! assignment (and its H) from our witness calculator.
+//! assignment (and its H) from our witness calculator; with ark-ff's arithmetic and, where the
+//! CPU has them, on IFMA lanes.
 
 #![allow(clippy::expect_used)]
 
@@ -8,6 +9,7 @@ use ark_bn254::Fr;
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::VariableBaseMSM;
 use ark_ff::UniformRand;
+use prover::lanes::{ifma_available, Arithmetic, LaneField};
 use prover::testing::witness_like;
 use prover::{FixedBaseMsm, MsmConfig};
 use rand::{rngs::StdRng, SeedableRng};
@@ -20,12 +22,25 @@ fn check<P: SWCurveConfig<ScalarField = Fr>>(
 ) -> Result<(), prover::ProverError>
 where
     Projective<P>: VariableBaseMSM<MulBase = Affine<P>, ScalarField = Fr>,
+    P::BaseField: LaneField,
 {
-    let msm = FixedBaseMsm::new(bases, MsmConfig::for_bases(bases.len()))?;
+    let mut tables = vec![FixedBaseMsm::new(
+        bases,
+        MsmConfig::for_bases_with(bases.len(), Arithmetic::Portable),
+    )?];
+    if ifma_available() {
+        let lanes = MsmConfig::for_bases_with(bases.len(), Arithmetic::Ifma);
+        tables.push(FixedBaseMsm::new(bases, lanes)?);
+    } else {
+        eprintln!("no AVX-512 IFMA on this CPU: {name} checked on ark-ff only");
+    }
     let full: Vec<Fr> = (0..bases.len()).map(|_| Fr::rand(rng)).collect();
     for scalars in [full, witness_like(bases.len(), rng), real.to_vec()] {
         let expected = Projective::<P>::msm(bases, &scalars).ok();
-        assert_eq!(Some(msm.msm(&scalars)?), expected, "{name}");
+        for msm in &tables {
+            let arithmetic = msm.arithmetic();
+            assert_eq!(Some(msm.msm(&scalars)?), expected, "{name}, {arithmetic:?}");
+        }
     }
     Ok(())
 }
