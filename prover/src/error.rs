@@ -13,6 +13,14 @@ pub enum ProverError {
     /// IFMA lanes asked for on a CPU without AVX-512F and AVX-512 IFMA.
     #[error("Arithmetic::Ifma asked for, but this CPU lacks AVX-512F or AVX-512 IFMA")]
     NoIfma,
+    /// Tables that cannot fit the memory budget even at the widest window.
+    #[error("the tables need at least {needed} bytes; the budget is {budget}")]
+    TableBudget {
+        /// The smallest the tables can be.
+        needed: usize,
+        /// The budget.
+        budget: usize,
+    },
     /// A witness graph or its inputs were refused.
     #[error(transparent)]
     Witness(#[from] crate::WitnessError),

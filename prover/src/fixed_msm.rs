@@ -58,6 +58,12 @@ impl MsmConfig {
     }
 }
 
+/// A table's shape: whether it holds lane-form points, and how many window shifts per base.
+struct Layout {
+    lanes: bool,
+    windows: usize,
+}
+
 /// The window shifts, in the form the bucket additions run in.
 #[derive(Clone, Debug)]
 enum Table<P: SWCurveConfig>
@@ -96,23 +102,7 @@ where
     /// without it.
     pub fn new(bases: &[Affine<P>], config: MsmConfig) -> Result<Self, ProverError> {
         let c = config.window_bits;
-        if !(2..=20).contains(&c) {
-            return Err(ProverError::WindowBits(c));
-        }
-        let lanes = match config.arithmetic {
-            Arithmetic::Portable => false,
-            Arithmetic::Auto => ifma_available(),
-            Arithmetic::Ifma if ifma_available() => true,
-            Arithmetic::Ifma => return Err(ProverError::NoIfma),
-        };
-        let scalar_bits = usize::try_from(P::ScalarField::MODULUS_BIT_SIZE)
-            .map_err(|_| ProverError::WindowBits(c))?;
-        // c·windows > scalar bits, so the top window's digit never carries out (see `digits`).
-        let windows = (scalar_bits + 1).div_ceil(c as usize);
-        let entries = bases.len().checked_mul(windows);
-        if entries.is_none_or(|n| u32::try_from(n).is_err()) {
-            return Err(ProverError::TooManyBases(bases.len()));
-        }
+        let Layout { lanes, windows } = Self::layout(bases.len(), config)?;
         let shifts = |base: &Affine<P>| {
             let mut point = Projective::<P>::from(*base);
             let mut row = Vec::with_capacity(windows);
@@ -142,6 +132,44 @@ where
                 Table::Portable(affine)
             },
         })
+    }
+
+    /// Heap bytes [`new`](Self::new) would allocate for the table of `bases` bases under
+    /// `config` (for fitting tables to a memory budget before building them).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new) would refuse `config`.
+    pub fn table_bytes_for(bases: usize, config: MsmConfig) -> Result<usize, ProverError> {
+        let Layout { lanes, windows } = Self::layout(bases, config)?;
+        let point = if lanes {
+            2 * <P::BaseField as LaneField>::WORDS * size_of::<u64>()
+        } else {
+            size_of::<Affine<P>>()
+        };
+        Ok(bases * windows * point)
+    }
+
+    /// The table's shape under `config`, or why `config` is refused.
+    fn layout(bases: usize, config: MsmConfig) -> Result<Layout, ProverError> {
+        let c = config.window_bits;
+        if !(2..=20).contains(&c) {
+            return Err(ProverError::WindowBits(c));
+        }
+        let lanes = match config.arithmetic {
+            Arithmetic::Portable => false,
+            Arithmetic::Auto => ifma_available(),
+            Arithmetic::Ifma if ifma_available() => true,
+            Arithmetic::Ifma => return Err(ProverError::NoIfma),
+        };
+        let scalar_bits = usize::try_from(P::ScalarField::MODULUS_BIT_SIZE)
+            .map_err(|_| ProverError::WindowBits(c))?;
+        // c·windows > scalar bits, so the top window's digit never carries out (see `digits`).
+        let windows = (scalar_bits + 1).div_ceil(c as usize);
+        let entries = bases.checked_mul(windows);
+        if entries.is_none_or(|n| u32::try_from(n).is_err()) {
+            return Err(ProverError::TooManyBases(bases));
+        }
+        Ok(Layout { lanes, windows })
     }
 
     /// Number of bases.
@@ -371,6 +399,10 @@ mod tests {
             };
             let msm = FixedBaseMsm::new(&bases, config).unwrap();
             assert_eq!(msm.arithmetic(), arithmetic);
+            assert_eq!(
+                FixedBaseMsm::<ark_bn254::g1::Config>::table_bytes_for(bases.len(), config),
+                Ok(msm.table_bytes())
+            );
             for scalars in &scalar_sets {
                 let expected = Some(reference(&bases, scalars));
                 assert_eq!(msm.msm(scalars).ok(), expected, "c = {c}, {arithmetic:?}");

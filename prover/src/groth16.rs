@@ -15,7 +15,7 @@ use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use ark_std::rand::{CryptoRng, RngCore};
 use zeroize::Zeroizing;
 
-use crate::{FixedBaseMsm, MsmConfig, ProverError};
+use crate::{FixedBaseMsm, MsmConfig, ProverConfig, ProverError};
 
 /// One constraint's linear combination: (coefficient, wire) pairs.
 pub type Row = Vec<(Fr, usize)>;
@@ -53,6 +53,39 @@ impl core::fmt::Debug for CircomProver {
     }
 }
 
+/// The windows of the A, B (G1), B (G2), H and L tables, of `bases` bases each: each the
+/// fastest for its size, then the largest table widened a bit at a time while the five exceed
+/// the budget.
+fn table_configs(bases: [usize; 5], config: &ProverConfig) -> Result<[MsmConfig; 5], ProverError> {
+    const B_G2: usize = 2;
+    let mut configs = bases.map(|n| MsmConfig::for_bases_with(n, config.arithmetic));
+    loop {
+        let mut sizes = [0_usize; 5];
+        for (i, size) in sizes.iter_mut().enumerate() {
+            *size = if i == B_G2 {
+                FixedBaseMsm::<ark_bn254::g2::Config>::table_bytes_for(bases[i], configs[i])?
+            } else {
+                FixedBaseMsm::<ark_bn254::g1::Config>::table_bytes_for(bases[i], configs[i])?
+            };
+        }
+        let total = sizes.iter().sum::<usize>();
+        if total <= config.table_budget_bytes {
+            return Ok(configs);
+        }
+        let widest = 20;
+        let Some(largest) = (0..5)
+            .filter(|&i| configs[i].window_bits < widest)
+            .max_by_key(|&i| sizes[i])
+        else {
+            return Err(ProverError::TableBudget {
+                needed: total,
+                budget: config.table_budget_bytes,
+            });
+        };
+        configs[largest].window_bits += 1;
+    }
+}
+
 impl CircomProver {
     /// Builds the tables for `pk`, whose circuit has the constraint rows `a_rows` and `b_rows`
     /// (circom keys carry no C rows) and `public_wires` public wires (the constant 1 included).
@@ -65,6 +98,21 @@ impl CircomProver {
         a_rows: &[Row],
         b_rows: &[Row],
         public_wires: usize,
+    ) -> Result<Self, ProverError> {
+        Self::with_config(pk, a_rows, b_rows, public_wires, &ProverConfig::default())
+    }
+
+    /// [`new`](Self::new) with the tables fitted to `config`'s budget and arithmetic.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`ProverError::TableBudget`] when even the widest windows
+    /// exceed the budget.
+    pub fn with_config(
+        pk: &ProvingKey<Bn254>,
+        a_rows: &[Row],
+        b_rows: &[Row],
+        public_wires: usize,
+        config: &ProverConfig,
     ) -> Result<Self, ProverError> {
         let wires = pk.a_query.len();
         let shape = |what: &str| ProverError::KeyShape(what.to_owned());
@@ -93,18 +141,21 @@ impl CircomProver {
         if pk.h_query.len() != domain.size() {
             return Err(shape("H query is not the size of the constraint domain"));
         }
-        let table = |n: usize| MsmConfig::for_bases(n);
+        let [a, b_g1, b_g2, h, l] = table_configs(
+            [wires, wires, wires, pk.h_query.len(), pk.l_query.len()],
+            config,
+        )?;
         Ok(Self {
             alpha_g1: pk.vk.alpha_g1,
             beta_g1: pk.beta_g1,
             beta_g2: pk.vk.beta_g2,
             delta_g1: pk.delta_g1,
             delta_g2: pk.vk.delta_g2,
-            a: FixedBaseMsm::new(&pk.a_query, table(wires))?,
-            b_g1: FixedBaseMsm::new(&pk.b_g1_query, table(wires))?,
-            b_g2: FixedBaseMsm::new(&pk.b_g2_query, table(wires))?,
-            h: FixedBaseMsm::new(&pk.h_query, table(pk.h_query.len()))?,
-            l: FixedBaseMsm::new(&pk.l_query, table(pk.l_query.len()))?,
+            a: FixedBaseMsm::new(&pk.a_query, a)?,
+            b_g1: FixedBaseMsm::new(&pk.b_g1_query, b_g1)?,
+            b_g2: FixedBaseMsm::new(&pk.b_g2_query, b_g2)?,
+            h: FixedBaseMsm::new(&pk.h_query, h)?,
+            l: FixedBaseMsm::new(&pk.l_query, l)?,
             a_rows: a_rows.to_vec(),
             b_rows: b_rows.to_vec(),
             public_wires,

@@ -20,6 +20,7 @@
 //! ```
 
 mod buckets;
+mod config;
 mod error;
 mod fixed_msm;
 mod groth16;
@@ -30,6 +31,7 @@ pub mod rln;
 pub mod testing;
 pub mod witness;
 
+pub use config::ProverConfig;
 pub use error::ProverError;
 pub use fixed_msm::{FixedBaseMsm, MsmConfig};
 pub use groth16::{CircomProver, PartialProof, Row};

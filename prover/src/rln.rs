@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::{CircomProver, ProverError, WitnessGraph};
+use crate::{CircomProver, ProverConfig, ProverError, WitnessGraph};
 
 /// rln 3.0.0's `resources/tree_depth_20/graph.bin`, embedded by the build script.
 const GRAPH: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/rln_graph.bin"));
@@ -18,19 +18,29 @@ pub struct RlnCircuit {
 }
 
 impl RlnCircuit {
-    /// Parses the graph and builds the tables (about a second on two cores; ~50 MiB).
+    /// Parses the graph and builds the tables with [`ProverConfig::default`] (about a second on
+    /// two cores; ~63 MiB).
     ///
     /// # Errors
     /// A malformed graph or proving key (neither happens with rln's shipped files; the checks
     /// are the same as for any key).
     pub fn load() -> Result<Self, ProverError> {
+        Self::load_with(&ProverConfig::default())
+    }
+
+    /// [`load`](Self::load) with the tables fitted to `config`.
+    ///
+    /// # Errors
+    /// As [`load`](Self::load); [`ProverError::TableBudget`] for a budget too small.
+    pub fn load_with(config: &ProverConfig) -> Result<Self, ProverError> {
         let graph = WitnessGraph::from_bytes(GRAPH)?;
         let (pk, matrices) = &**rln::circuit::default_zkey_single();
-        let prover = CircomProver::new(
+        let prover = CircomProver::with_config(
             pk,
             &matrices.a,
             &matrices.b,
             matrices.num_instance_variables,
+            config,
         )?;
         if graph.wires() != prover.wires() {
             return Err(ProverError::KeyShape(format!(

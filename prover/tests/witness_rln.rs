@@ -191,3 +191,51 @@ fn partial_proofs_finish_to_the_same_verifying_proofs() {
         Err(prover::ProverError::PartialMismatch { .. })
     ));
 }
+
+#[test]
+fn a_table_budget_widens_the_windows_and_proofs_still_verify() {
+    use ark_groth16::{prepare_verifying_key, Groth16};
+    use prover::{Arithmetic, ProverConfig, ProverError};
+
+    let default = RlnCircuit::load().unwrap();
+    let default_bytes = default.prover.table_bytes();
+    assert!(default_bytes <= ProverConfig::default().table_budget_bytes);
+    // Less than the default tables take (on either arithmetic), on the portable path: the
+    // whole prover on ark-ff, on any CPU.
+    let config = ProverConfig {
+        table_budget_bytes: 40 << 20,
+        arithmetic: Arithmetic::Portable,
+    };
+    assert!(config.table_budget_bytes < default_bytes);
+    let RlnCircuit { graph, prover } = RlnCircuit::load_with(&config).unwrap();
+    assert!(prover.table_bytes() <= config.table_budget_bytes);
+    let (pk, _) = &**rln::circuit::default_zkey_single();
+    let pvk = prepare_verifying_key(&pk.vk);
+    let mut tree = OptimalMerkleTree::<PoseidonHasher>::new(Depth::new(20).unwrap());
+    let secret = IdentitySecret::new(Fr::from(99u64));
+    tree.set(5, rate_commitment(id_commitment(&secret), Fr::from(3u64)))
+        .unwrap();
+    let w = RlnWitness::from_tree(
+        &tree,
+        5,
+        &secret,
+        Fr::from(3u64),
+        Fr::from(2u64),
+        hash_to_field_le(b"budget"),
+        external_nullifier(Fr::from(4u64), hash_to_field_le(b"budget test")),
+    )
+    .unwrap();
+    let z = graph.witness(&w.circuit_inputs()).unwrap();
+    let proof = prover.prove(&z, &mut rand::rngs::OsRng).unwrap();
+    let public = w.public_values().as_inputs();
+    assert!(Groth16::<ark_bn254::Bn254>::verify_proof(&pvk, &proof, &public).unwrap());
+    // No window is wide enough for a mebibyte.
+    let tiny = ProverConfig {
+        table_budget_bytes: 1 << 20,
+        ..ProverConfig::default()
+    };
+    assert!(matches!(
+        RlnCircuit::load_with(&tiny),
+        Err(ProverError::TableBudget { budget, .. }) if budget == 1 << 20
+    ));
+}

@@ -7,7 +7,7 @@ use ark_bn254::Bn254;
 use ark_groth16::Proof;
 use hasher::Fr;
 use prover::rln::RlnCircuit;
-use prover::ProverError;
+use prover::{ProverConfig, ProverError};
 use rand::{CryptoRng, RngCore};
 use zeroize::Zeroizing;
 
@@ -21,13 +21,21 @@ pub struct RlnProver {
 
 impl RlnProver {
     /// Parses the witness graph and builds the proving key's tables (about a second on two
-    /// cores, ~50 MiB).
+    /// cores, ~63 MiB).
     ///
     /// # Errors
     /// A malformed graph or key ([`ProverError`]).
     pub fn load() -> Result<Self, ProverError> {
+        Self::load_with(&ProverConfig::default())
+    }
+
+    /// [`load`](Self::load) with the tables fitted to `config` (memory budget, arithmetic).
+    ///
+    /// # Errors
+    /// As [`load`](Self::load); [`ProverError::TableBudget`] for a budget too small.
+    pub fn load_with(config: &ProverConfig) -> Result<Self, ProverError> {
         Ok(Self {
-            circuit: RlnCircuit::load()?,
+            circuit: RlnCircuit::load_with(config)?,
         })
     }
 

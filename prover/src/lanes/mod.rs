@@ -14,12 +14,14 @@
 
 use ark_bn254::{Fq, Fq2};
 use ark_ff::{BigInt, Field, MontFp};
+use serde::{Deserialize, Serialize};
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 
 /// Which arithmetic a [`FixedBaseMsm`](crate::FixedBaseMsm) sums its buckets with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Arithmetic {
     /// IFMA lanes where the CPU has them, ark-ff otherwise.
     #[default]

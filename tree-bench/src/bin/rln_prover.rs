@@ -6,12 +6,14 @@
 //! finish), with our steps apart; the scalar shapes the MSMs are fed; then the
 //! start-up cost and memory of our tables. Every proof of ours is checked by our verifier.
 //!
-//! `cargo run --release -p tree-bench --bin rln_prover [-- --quick]`
+//! `cargo run --release -p tree-bench --bin rln_prover [-- --quick] [--arithmetic portable|ifma]`
+//! (default: IFMA lanes where the CPU has them; `portable` measures the ark-ff path).
 
 use std::time::{Duration, Instant};
 
 use ark_ff::{BigInteger, PrimeField};
 use hasher::{Fr, PoseidonHasher};
+use prover::{Arithmetic, ProverConfig};
 use rln::prelude::{RLNBuilder, RLNMerkleProof, RLNPartialWitnessInput, SecretFr};
 use rln_glue::primitives::{
     external_nullifier, hash_to_field_le, id_commitment, rate_commitment, IdentitySecret,
@@ -25,8 +27,22 @@ use tree_core::{Depth, MerkleTreeExt, OptimalMerkleTree};
 const LIMIT: u64 = 10;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
     let reps = if quick { 3 } else { 11 };
+    let arithmetic = match args.iter().position(|a| a == "--arithmetic") {
+        // The names ProverConfig's serde form uses.
+        Some(i) => serde_json::from_value(serde_json::Value::String(
+            args.get(i + 1)
+                .ok_or("--arithmetic needs auto, portable or ifma")?
+                .clone(),
+        ))?,
+        None => Arithmetic::Auto,
+    };
+    let config = ProverConfig {
+        arithmetic,
+        ..ProverConfig::default()
+    };
 
     // Start-up: rln's proving key (shared by both sides), then our tables.
     let rss = || proc_status_bytes("VmRSS").unwrap_or(0);
@@ -36,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let zkey_load = t.elapsed();
     let rss1 = rss();
     let t = Instant::now();
-    let ours = RlnProver::load()?;
+    let ours = RlnProver::load_with(&config)?;
     let tables_build = t.elapsed();
     let rss2 = rss();
     let circuit = ours.circuit();
@@ -170,12 +186,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!(
-        "\nStart-up: rln's zkey {} (+{:.1} MiB RSS, shared); our tables {} on the default rayon pool (+{:.1} MiB RSS; tables {:.1} MiB)",
+        "\nStart-up: rln's zkey {} (+{:.1} MiB RSS, shared); our tables {} on the default rayon pool (+{:.1} MiB RSS; tables {:.1} MiB, arithmetic {arithmetic:?}, IFMA on this CPU: {})",
         fmt_duration(zkey_load),
         rss1.saturating_sub(rss0) as f64 / (1024.0 * 1024.0),
         fmt_duration(tables_build),
         rss2.saturating_sub(rss1) as f64 / (1024.0 * 1024.0),
         ours.table_bytes() as f64 / (1024.0 * 1024.0),
+        prover::lanes::ifma_available(),
     );
     Ok(())
 }

@@ -1,0 +1,27 @@
+//! How a [`CircomProver`](crate::CircomProver) builds its tables.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Arithmetic;
+
+/// The prover's start-up choices: how much memory its fixed-base tables may take, and the
+/// arithmetic their bucket additions run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProverConfig {
+    /// Most heap bytes the five tables may take together (default 256 MiB). Each table gets the
+    /// fastest window for its size; while the sum exceeds the budget, the largest table's
+    /// window widens (fewer window shifts per base, more buckets to reduce).
+    pub table_budget_bytes: usize,
+    /// The bucket additions' arithmetic.
+    pub arithmetic: Arithmetic,
+}
+
+impl Default for ProverConfig {
+    fn default() -> Self {
+        Self {
+            table_budget_bytes: 256 << 20,
+            arithmetic: Arithmetic::Auto,
+        }
+    }
+}
