@@ -20,6 +20,7 @@
 // A fuzz target reports a finding by panicking; that is its whole interface.
 #![allow(clippy::panic)]
 
+pub mod msm;
 pub mod node;
 pub mod ops;
 pub mod proof;
@@ -64,6 +65,11 @@ pub const TARGETS: &[Target] = &[
         name: "rln_batch",
         run: rln_batch::run,
         seeds: rln_batch::seeds,
+    },
+    Target {
+        name: "msm",
+        run: msm::run,
+        seeds: msm::seeds,
     },
     Target {
         name: "tree_ops",
