@@ -22,6 +22,8 @@ pub(crate) trait RoundPoints<P: SWCurveConfig>: Sized {
     fn with_len(len: usize) -> Self;
     /// Point `index` as an affine point.
     fn affine(&self, index: usize) -> Affine<P>;
+    /// Sets point `slot` to `point`.
+    fn put(&mut self, slot: usize, point: &Affine<P>);
     /// Sets point `slot` to point `index` of `from`, negated if `negate`.
     fn set(&mut self, slot: usize, from: &Self, index: usize, negate: bool);
     /// Whether points `k` and `k + 1` take the affine formula: both finite, distinct x.
@@ -30,19 +32,10 @@ pub(crate) trait RoundPoints<P: SWCurveConfig>: Sized {
     fn add_general(&self, pairs: &[u32], dsts: &[u32], out: &mut Self);
 
     /// `out[slot] = self[k] + self[k + 1]` for any pair, by the projective formula.
-    fn add_any(&self, k: usize, out: &mut Self, slot: usize)
-    where
-        Self: FromAffine<P>,
-    {
+    fn add_any(&self, k: usize, out: &mut Self, slot: usize) {
         let sum = (Projective::from(self.affine(k)) + self.affine(k + 1)).into_affine();
         out.put(slot, &sum);
     }
-}
-
-/// Writing an affine point into a [`RoundPoints`].
-pub(crate) trait FromAffine<P: SWCurveConfig> {
-    /// Sets point `slot` to `point`.
-    fn put(&mut self, slot: usize, point: &Affine<P>);
 }
 
 /// Sums each bucket's points (`points[bounds[b]..bounds[b+1]]`) in pairwise rounds; returns
@@ -50,7 +43,7 @@ pub(crate) trait FromAffine<P: SWCurveConfig> {
 pub(crate) fn bucket_sums<P, S>(points: &S, bounds: &[u32]) -> Vec<Option<Affine<P>>>
 where
     P: SWCurveConfig,
-    S: RoundPoints<P> + FromAffine<P>,
+    S: RoundPoints<P>,
 {
     let buckets = bounds.len() - 1;
     // A round leaves at most ceil(n/2) of a bucket's n points.
@@ -84,7 +77,7 @@ impl Round {
     fn run<P, S>(&mut self, source: &S, bounds: &[u32], out: &mut S) -> Vec<u32>
     where
         P: SWCurveConfig,
-        S: RoundPoints<P> + FromAffine<P>,
+        S: RoundPoints<P>,
     {
         self.pairs.clear();
         self.dsts.clear();
@@ -123,6 +116,10 @@ impl<P: SWCurveConfig> RoundPoints<P> for Vec<Affine<P>> {
         self[index]
     }
 
+    fn put(&mut self, slot: usize, point: &Affine<P>) {
+        self[slot] = *point;
+    }
+
     fn set(&mut self, slot: usize, from: &Self, index: usize, negate: bool) {
         self[slot] = if negate { -from[index] } else { from[index] };
     }
@@ -148,12 +145,6 @@ impl<P: SWCurveConfig> RoundPoints<P> for Vec<Affine<P>> {
     }
 }
 
-impl<P: SWCurveConfig> FromAffine<P> for Vec<Affine<P>> {
-    fn put(&mut self, slot: usize, point: &Affine<P>) {
-        self[slot] = *point;
-    }
-}
-
 /// Affine points in lane form: `x` then `y`, `F::WORDS` words each; the identity has
 /// `u64::MAX` as its first word (never a canonical limb).
 #[derive(Clone, Debug)]
@@ -173,7 +164,7 @@ impl<F: LaneField> LanePoints<F> {
             field: PhantomData,
         };
         for (slot, point) in points.iter().enumerate() {
-            lanes.put(slot, point);
+            RoundPoints::<P>::put(&mut lanes, slot, point);
         }
         lanes
     }
@@ -185,20 +176,6 @@ impl<F: LaneField> LanePoints<F> {
 
     fn point(&self, index: usize) -> &[u64] {
         &self.words[index * Self::STRIDE..(index + 1) * Self::STRIDE]
-    }
-}
-
-impl<P: SWCurveConfig<BaseField = F>, F: LaneField> FromAffine<P> for LanePoints<F> {
-    fn put(&mut self, slot: usize, point: &Affine<P>) {
-        let words = &mut self.words[slot * Self::STRIDE..(slot + 1) * Self::STRIDE];
-        if point.infinity {
-            words.fill(0);
-            words[0] = Self::IDENTITY;
-        } else {
-            let (x, y) = words.split_at_mut(F::WORDS);
-            point.x.encode(x);
-            point.y.encode(y);
-        }
     }
 }
 
@@ -217,6 +194,18 @@ impl<P: SWCurveConfig<BaseField = F>, F: LaneField> RoundPoints<P> for LanePoint
         }
         let (x, y) = words.split_at(F::WORDS);
         Affine::new_unchecked(F::decode(x), F::decode(y))
+    }
+
+    fn put(&mut self, slot: usize, point: &Affine<P>) {
+        let words = &mut self.words[slot * Self::STRIDE..(slot + 1) * Self::STRIDE];
+        if point.infinity {
+            words.fill(0);
+            words[0] = Self::IDENTITY;
+        } else {
+            let (x, y) = words.split_at_mut(F::WORDS);
+            point.x.encode(x);
+            point.y.encode(y);
+        }
     }
 
     fn set(&mut self, slot: usize, from: &Self, index: usize, negate: bool) {

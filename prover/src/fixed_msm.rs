@@ -13,14 +13,15 @@ use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::{AdditiveGroup, CurveGroup};
 use ark_ff::{BigInteger, PrimeField, Zero};
 
-use crate::buckets::{bucket_sums, FromAffine, LanePoints, RoundPoints};
-use crate::lanes::{ifma_available, Arithmetic, LaneField};
+use crate::buckets::{bucket_sums, LanePoints, RoundPoints};
+use crate::lanes::{Arithmetic, LaneField};
 use crate::ProverError;
 
 /// How a [`FixedBaseMsm`] trades table memory for work, and what arithmetic it sums with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsmConfig {
-    /// Window width `c` in bits (2..=20). Larger windows mean fewer table points per base and
+    /// Window width `c` in bits ([`MIN_WINDOW_BITS`](Self::MIN_WINDOW_BITS) to
+    /// [`MAX_WINDOW_BITS`](Self::MAX_WINDOW_BITS), 2..=20). Larger windows mean fewer table points per base and
     /// fewer bucket entries per scalar, but `2^(c-1)` buckets to reduce.
     pub window_bits: u32,
     /// The bucket additions' field arithmetic.
@@ -28,6 +29,11 @@ pub struct MsmConfig {
 }
 
 impl MsmConfig {
+    /// The narrowest window a table takes.
+    pub const MIN_WINDOW_BITS: u32 = 2;
+    /// The widest window a table takes (2^19 buckets).
+    pub const MAX_WINDOW_BITS: u32 = 20;
+
     /// [`for_bases_with`](Self::for_bases_with) [`Arithmetic::Auto`].
     #[must_use]
     pub fn for_bases(bases: usize) -> Self {
@@ -40,12 +46,12 @@ impl MsmConfig {
     /// and four on IFMA lanes (measured with `msm_fixed --window`).
     #[must_use]
     pub fn for_bases_with(bases: usize, arithmetic: Arithmetic) -> Self {
-        let lanes = match arithmetic {
-            Arithmetic::Portable => false,
-            Arithmetic::Auto => ifma_available(),
-            Arithmetic::Ifma => true,
+        // Ifma on a CPU without it is refused when the table is built; weigh it as lanes.
+        let weight: u64 = if arithmetic.uses_lanes().unwrap_or(true) {
+            8
+        } else {
+            4
         };
-        let weight: u64 = if lanes { 8 } else { 4 };
         let cost = |c: u32| {
             let windows = 255_u64.div_ceil(u64::from(c));
             windows * bases as u64 + weight * (1_u64 << (c - 1))
@@ -152,15 +158,10 @@ where
     /// The table's shape under `config`, or why `config` is refused.
     fn layout(bases: usize, config: MsmConfig) -> Result<Layout, ProverError> {
         let c = config.window_bits;
-        if !(2..=20).contains(&c) {
+        if !(MsmConfig::MIN_WINDOW_BITS..=MsmConfig::MAX_WINDOW_BITS).contains(&c) {
             return Err(ProverError::WindowBits(c));
         }
-        let lanes = match config.arithmetic {
-            Arithmetic::Portable => false,
-            Arithmetic::Auto => ifma_available(),
-            Arithmetic::Ifma if ifma_available() => true,
-            Arithmetic::Ifma => return Err(ProverError::NoIfma),
-        };
+        let lanes = config.arithmetic.uses_lanes()?;
         let scalar_bits = usize::try_from(P::ScalarField::MODULUS_BIT_SIZE)
             .map_err(|_| ProverError::WindowBits(c))?;
         // c·windows > scalar bits, so the top window's digit never carries out (see `digits`).
@@ -252,7 +253,7 @@ where
     /// [`msm_range`](Self::msm_range) with the table's points in form `S`.
     fn msm_range_in<S>(&self, table: &S, first: usize, scalars: &[P::ScalarField]) -> Projective<P>
     where
-        S: RoundPoints<P> + FromAffine<P>,
+        S: RoundPoints<P>,
     {
         let buckets = 1_usize << (self.window_bits - 1);
         // Counting sort of the bucket entries: first the digits and their counts, then the
@@ -337,6 +338,7 @@ fn signed_digits<B: BigInteger>(scalar: &B, c: u32, out: &mut Vec<i32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lanes::ifma_available;
     use ark_bn254::{Fr, G1Affine, G1Projective};
     use ark_ec::{PrimeGroup, VariableBaseMSM};
     use ark_std::UniformRand;

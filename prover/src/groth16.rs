@@ -72,9 +72,8 @@ fn table_configs(bases: [usize; 5], config: &ProverConfig) -> Result<[MsmConfig;
         if total <= config.table_budget_bytes {
             return Ok(configs);
         }
-        let widest = 20;
         let Some(largest) = (0..5)
-            .filter(|&i| configs[i].window_bits < widest)
+            .filter(|&i| configs[i].window_bits < MsmConfig::MAX_WINDOW_BITS)
             .max_by_key(|&i| sizes[i])
         else {
             return Err(ProverError::TableBudget {

@@ -14,6 +14,8 @@ use rln_glue::primitives::{external_nullifier, hash_to_field_le, id_commitment, 
 use rln_glue::witness::{RlnWitness, MEMBER_INPUTS};
 use tree_core::{Depth, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
 
+mod common;
+
 #[test]
 fn rln_witness_has_the_public_signals() {
     let graph = RlnCircuit::load().unwrap().graph;
@@ -84,20 +86,14 @@ fn proofs_from_our_witness_verify_under_arkworks_and_zerokit() {
     let pvk = prepare_verifying_key(&pk.vk);
     let zerokit = rln::prelude::RLNBuilder::stateless().build();
 
-    let mut tree = OptimalMerkleTree::<PoseidonHasher>::new(Depth::new(20).unwrap());
-    let secret = IdentitySecret::new(Fr::from(4242u64));
-    tree.set(77, rate_commitment(id_commitment(&secret), Fr::from(10u64)))
-        .unwrap();
-    let w = RlnWitness::from_tree(
-        &tree,
+    let w = common::lone_member_witness(
         77,
-        &secret,
-        Fr::from(10u64),
-        Fr::from(3u64),
+        4242,
+        10,
+        3,
         hash_to_field_le(b"hello"),
         external_nullifier(Fr::from(1u64), hash_to_field_le(b"proof test")),
-    )
-    .unwrap();
+    );
     let z = graph.witness(&w.circuit_inputs()).unwrap();
     let public = w.public_values();
     let mut rng = rand::rngs::OsRng;
@@ -211,20 +207,14 @@ fn a_table_budget_widens_the_windows_and_proofs_still_verify() {
     assert!(prover.table_bytes() <= config.table_budget_bytes);
     let (pk, _) = &**rln::circuit::default_zkey_single();
     let pvk = prepare_verifying_key(&pk.vk);
-    let mut tree = OptimalMerkleTree::<PoseidonHasher>::new(Depth::new(20).unwrap());
-    let secret = IdentitySecret::new(Fr::from(99u64));
-    tree.set(5, rate_commitment(id_commitment(&secret), Fr::from(3u64)))
-        .unwrap();
-    let w = RlnWitness::from_tree(
-        &tree,
+    let w = common::lone_member_witness(
         5,
-        &secret,
-        Fr::from(3u64),
-        Fr::from(2u64),
+        99,
+        3,
+        2,
         hash_to_field_le(b"budget"),
         external_nullifier(Fr::from(4u64), hash_to_field_le(b"budget test")),
-    )
-    .unwrap();
+    );
     let z = graph.witness(&w.circuit_inputs()).unwrap();
     let proof = prover.prove(&z, &mut rand::rngs::OsRng).unwrap();
     let public = w.public_values().as_inputs();

@@ -14,6 +14,8 @@ use prover::testing::witness_like;
 use prover::{FixedBaseMsm, MsmConfig};
 use rand::{rngs::StdRng, SeedableRng};
 
+mod common;
+
 fn check<P: SWCurveConfig<ScalarField = Fr>>(
     name: &str,
     bases: &[Affine<P>],
@@ -61,31 +63,17 @@ fn every_query_of_the_rln_zkey() -> Result<(), prover::ProverError> {
 
 /// A member's real assignment and its quotient, from our witness calculator.
 fn real_assignment() -> Result<(Vec<Fr>, Vec<Fr>), prover::ProverError> {
-    use hasher::PoseidonHasher;
-    use rln_glue::primitives::{
-        external_nullifier, id_commitment, rate_commitment, IdentitySecret,
-    };
-    use rln_glue::witness::RlnWitness;
-    use tree_core::{Depth, MerkleTreeExt, OptimalMerkleTree};
+    use rln_glue::primitives::external_nullifier;
 
     let circuit = prover::rln::RlnCircuit::load()?;
-    let mut tree = OptimalMerkleTree::<PoseidonHasher>::new(Depth::new(20).expect("depth"));
-    let secret = IdentitySecret::new(Fr::from(31337u64));
-    tree.set(
+    let witness = common::lone_member_witness(
         1000,
-        rate_commitment(id_commitment(&secret), Fr::from(10u64)),
-    )
-    .expect("set");
-    let witness = RlnWitness::from_tree(
-        &tree,
-        1000,
-        &secret,
-        Fr::from(10u64),
-        Fr::from(4u64),
+        31337,
+        10,
+        4,
         Fr::from(12345u64),
         external_nullifier(Fr::from(9u64), Fr::from(77u64)),
-    )
-    .expect("witness");
+    );
     let z = circuit.graph.witness(&witness.circuit_inputs())?;
     let h = circuit.prover.quotient(&z)?;
     Ok((z, h))

@@ -538,25 +538,30 @@ fn indices_fit(points: &[u64], pairs: &[u32], dsts: &[u32], out: &[u64], stride:
         && inside(dsts, 1, out.len())
 }
 
-/// [`LaneField::add_pairs`] for `Fq`: `false` without the CPU features or with an index out
-/// of range.
-pub(super) fn add_pairs_fq(points: &[u64], pairs: &[u32], dsts: &[u32], out: &mut [u64]) -> bool {
-    if !detected() || !indices_fit(points, pairs, dsts, out, 2 * FQ_WORDS) {
+/// [`add_pairs`] behind the checks it needs: `false` (nothing written) without the CPU
+/// features or with an index out of range.
+fn add_pairs_checked<L: Lanes>(
+    points: &[u64],
+    pairs: &[u32],
+    dsts: &[u32],
+    out: &mut [u64],
+) -> bool {
+    if !detected() || !indices_fit(points, pairs, dsts, out, 2 * L::Field::WORDS) {
         return false;
     }
     // SAFETY: the CPU features were detected and the indices checked just above.
-    unsafe { add_pairs::<Fq8>(points, pairs, dsts, out) };
+    unsafe { add_pairs::<L>(points, pairs, dsts, out) };
     true
+}
+
+/// [`LaneField::add_pairs`] for `Fq`.
+pub(super) fn add_pairs_fq(points: &[u64], pairs: &[u32], dsts: &[u32], out: &mut [u64]) -> bool {
+    add_pairs_checked::<Fq8>(points, pairs, dsts, out)
 }
 
 /// [`LaneField::add_pairs`] for `Fq2`.
 pub(super) fn add_pairs_fq2(points: &[u64], pairs: &[u32], dsts: &[u32], out: &mut [u64]) -> bool {
-    if !detected() || !indices_fit(points, pairs, dsts, out, 4 * FQ_WORDS) {
-        return false;
-    }
-    // SAFETY: the CPU features were detected and the indices checked just above.
-    unsafe { add_pairs::<Fq2x8>(points, pairs, dsts, out) };
-    true
+    add_pairs_checked::<Fq2x8>(points, pairs, dsts, out)
 }
 
 #[cfg(test)]
@@ -621,6 +626,22 @@ mod tests {
         ]
     }
 
+    /// The operations the kernel runs, on lanes of `L` against ark-ff.
+    fn the_kernel_operations<L: Lanes>()
+    where
+        L::Field: UniformRand,
+    {
+        let edges = edges::<L::Field>();
+        check::<L>(L::sub, |a, b| a - b, &edges);
+        check::<L>(L::mul, |a, b| a * b, &edges);
+        check::<L>(
+            |a, b| unsafe { a.sub_wide(b).mul(b.sub_wide(a)) },
+            |a, b| -(a - b).square(),
+            &edges,
+        );
+        check::<L>(|a, _| unsafe { a.square() }, |a, _| a.square(), &edges);
+    }
+
     #[test]
     fn lanes_equal_ark_ff() {
         if !detected() {
@@ -628,30 +649,8 @@ mod tests {
             return;
         }
         check::<Fq8>(|a, b| unsafe { fq_add(a, b) }, |a, b| a + b, &edges::<Fq>());
-        check::<Fq8>(Fq8::sub, |a, b| a - b, &edges::<Fq>());
-        check::<Fq8>(Fq8::mul, |a, b| a * b, &edges::<Fq>());
-        check::<Fq8>(
-            |a, b| unsafe { a.sub_wide(b).mul(b.sub_wide(a)) },
-            |a, b| -(a - b).square(),
-            &edges::<Fq>(),
-        );
-        check::<Fq8>(
-            |a, _| unsafe { a.square() },
-            |a, _| a.square(),
-            &edges::<Fq>(),
-        );
-        check::<Fq2x8>(Fq2x8::sub, |a, b| a - b, &edges::<Fq2>());
-        check::<Fq2x8>(Fq2x8::mul, |a, b| a * b, &edges::<Fq2>());
-        check::<Fq2x8>(
-            |a, b| unsafe { a.sub_wide(b).mul(b.sub_wide(a)) },
-            |a, b| -(a - b).square(),
-            &edges::<Fq2>(),
-        );
-        check::<Fq2x8>(
-            |a, _| unsafe { a.square() },
-            |a, _| a.square(),
-            &edges::<Fq2>(),
-        );
+        the_kernel_operations::<Fq8>();
+        the_kernel_operations::<Fq2x8>();
         let mut rng = ark_std::test_rng();
         let x: [Fq; 8] = core::array::from_fn(|j| {
             if j == 3 {

@@ -32,6 +32,22 @@ pub enum Arithmetic {
     Ifma,
 }
 
+impl Arithmetic {
+    /// Whether this choice sums on IFMA lanes on this CPU.
+    ///
+    /// # Errors
+    /// [`ProverError::NoIfma`](crate::ProverError::NoIfma) for [`Arithmetic::Ifma`] on a CPU
+    /// without the lanes.
+    pub fn uses_lanes(self) -> Result<bool, crate::ProverError> {
+        match self {
+            Arithmetic::Portable => Ok(false),
+            Arithmetic::Auto => Ok(ifma_available()),
+            Arithmetic::Ifma if ifma_available() => Ok(true),
+            Arithmetic::Ifma => Err(crate::ProverError::NoIfma),
+        }
+    }
+}
+
 /// Whether this CPU has the AVX-512 IFMA lanes the fast path needs.
 #[must_use]
 pub fn ifma_available() -> bool {
