@@ -97,7 +97,9 @@ fn a_stale_prepared_batch_is_a_conflict_and_changes_nothing() {
     let (root, commits) = (tree.root(), tree.commits());
     assert!(matches!(
         tree.publish(stale),
-        Err(tree_sled::SledTreeError::Conflict)
+        Err(tree_sled::SledTreeError::Tree(
+            tree_core::TreeError::Conflict
+        ))
     ));
     assert_eq!((tree.root(), tree.commits()), (root, commits));
     let fresh = tree.prepare(first).unwrap();

@@ -2,7 +2,9 @@
 
 use integration_tests::cases;
 use proptest::prelude::*;
-use tree_core::testing::{arb_history_ops, check_history_ops, mix_leaf, MixHasher};
+use tree_core::testing::{
+    arb_history_ops, check_apply_checkpointed, check_history_ops, mix_leaf, MixHasher,
+};
 use tree_core::{
     Depth, FullMerkleTree, History, HistoryConfig, MerkleTree, MerkleTreeExt, OptimalMerkleTree,
     RehashConfig, TreeError,
@@ -144,4 +146,29 @@ fn retention_prunes_oldest_checkpoints_and_their_frames() {
     assert!(tree.checkpoints().unwrap().is_empty());
     assert_eq!(tree.history_bytes(), 0);
     assert_eq!(tree.roots().unwrap(), vec![tree.root()]);
+}
+
+/// The in-memory trees share the engine's one-commit block path: `apply_checkpointed` leaves the
+/// state, checkpoints and undo frames of `apply` then `checkpoint`, with and without pruning,
+/// and rewinds the same; a batch prepared before another write is a `Conflict`.
+#[test]
+fn in_memory_apply_checkpointed_equals_apply_then_checkpoint() {
+    use tree_core::UpdateBatch;
+    let depth = Depth::new(8).unwrap();
+    for max_checkpoints in [1, 2, 5] {
+        let mut one = OptimalMerkleTree::<MixHasher>::new(depth);
+        let mut two = OptimalMerkleTree::<MixHasher>::new(depth);
+        check_apply_checkpointed(&mut one, &mut two, max_checkpoints, |t| t.history_bytes());
+    }
+    let mut tree = FullMerkleTree::<MixHasher>::new(depth).unwrap();
+    let mut first = UpdateBatch::new();
+    first.set(0, 1);
+    let stale = tree.prepare(first.clone()).unwrap();
+    tree.set(1, 2).unwrap();
+    let root = tree.root();
+    assert!(matches!(tree.publish(stale), Err(TreeError::Conflict)));
+    assert_eq!(tree.root(), root);
+    let fresh = tree.prepare(first).unwrap();
+    tree.publish(fresh).unwrap();
+    assert_eq!(tree.get(0).unwrap(), 1);
 }

@@ -11,7 +11,8 @@ use proptest::prelude::*;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use tree_core::persistent::{Durability, PersistentTreeError};
 use tree_core::testing::{
-    arb_history_ops, arb_ops, check_history_ops, check_ops, mix_leaf, MixHasher,
+    arb_history_ops, arb_ops, check_apply_checkpointed, check_history_ops, check_ops, mix_leaf,
+    MixHasher,
 };
 use tree_core::{Depth, History, HistoryConfig, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
 use tree_redb::{RedbConfig, RedbMerkleTree, RedbStore, RedbTreeError, DATABASE_FILE};
@@ -380,4 +381,19 @@ fn redb_periodic_durability_is_made_durable_by_flush() {
     )
     .unwrap();
     assert_eq!(reopened.root(), first);
+}
+
+/// `apply_checkpointed` on redb: one write transaction leaves exactly the state, checkpoints
+/// and undo records of `apply` then `checkpoint` (two), with and without pruning.
+#[test]
+fn redb_apply_checkpointed_equals_apply_then_checkpoint() {
+    let depth = Depth::new(8).unwrap();
+    for max_checkpoints in [1, 2, 5] {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut one = open(&RedbConfig::new(a.path()), depth);
+        let mut two = open(&RedbConfig::new(b.path()), depth);
+        check_apply_checkpointed(&mut one, &mut two, max_checkpoints, |t| {
+            t.history_size().unwrap()
+        });
+    }
 }

@@ -3,7 +3,9 @@
 
 use integration_tests::cases;
 use proptest::prelude::*;
-use tree_core::testing::{arb_history_ops, check_history_ops, mix_leaf, MixHasher};
+use tree_core::testing::{
+    arb_history_ops, check_apply_checkpointed, check_history_ops, mix_leaf, MixHasher,
+};
 use tree_core::{Depth, History, HistoryConfig, MerkleTree, MerkleTreeExt, RehashConfig};
 use tree_sled::{MemStore, SledConfig, SledMerkleTree, SledStore};
 
@@ -231,50 +233,13 @@ fn failed_commits_in_checkpoints_and_rewinds_change_nothing() {
 /// of `apply` then `checkpoint` (two), with and without pruning, and rewinds the same.
 #[test]
 fn apply_checkpointed_equals_apply_then_checkpoint() {
-    use tree_core::UpdateBatch;
     let depth = Depth::new(8).unwrap();
     for max_checkpoints in [1, 2, 5] {
-        let config = HistoryConfig {
-            max_checkpoints,
-            root_window: 3,
-        };
         let mut one = open_mem(MemStore::new(), depth, false);
         let mut two = open_mem(MemStore::new(), depth, false);
-        one.set_history_config(config).unwrap();
-        two.set_history_config(config).unwrap();
-        for block in 1..=8u64 {
-            let make = |next: u64| {
-                let mut batch = UpdateBatch::<MixHasher>::new();
-                batch.set_range(next, (0..5).map(|i| block * 100 + i));
-                if next > 0 {
-                    batch.delete(block % next);
-                }
-                batch.metadata(block.to_be_bytes().to_vec());
-                batch
-            };
-            one.apply_checkpointed(make(one.next_index()), block)
-                .unwrap();
-            two.apply(make(two.next_index())).unwrap();
-            two.checkpoint(block).unwrap();
-            assert_eq!(one.root(), two.root());
-            assert_eq!(one.checkpoints().unwrap(), two.checkpoints().unwrap());
-            assert_eq!(
-                one.history_size().unwrap(),
-                two.history_size().unwrap(),
-                "max {max_checkpoints}"
-            );
-        }
-        assert!(matches!(
-            one.apply_checkpointed(UpdateBatch::new(), 8),
-            Err(tree_sled::SledTreeError::Tree(
-                tree_core::TreeError::CheckpointNotIncreasing { .. }
-            ))
-        ));
-        let oldest = one.checkpoints().unwrap()[0].id;
-        one.rewind_to(oldest).unwrap();
-        two.rewind_to(oldest).unwrap();
-        assert_eq!(one.root(), two.root());
-        assert_eq!(one.metadata().unwrap(), two.metadata().unwrap());
+        check_apply_checkpointed(&mut one, &mut two, max_checkpoints, |t| {
+            t.history_size().unwrap()
+        });
         // Reopened, the checkpoints are there.
         let store = one.store().clone();
         drop(one);

@@ -108,6 +108,10 @@ pub enum TreeError {
     /// A proof requested against a root outside the window of acceptable roots.
     #[error("root is not in the window of acceptable roots")]
     RootNotInWindow,
+    /// A prepared batch was published after the tree had moved on (another apply, a checkpoint
+    /// or a rewind in between): the batch is stale and was not applied; the tree is unharmed.
+    #[error("the tree changed between prepare and publish: prepare again")]
+    Conflict,
 }
 
 /// Lets generic code (tests, adapters) see the [`TreeError`] inside a backend's error type.

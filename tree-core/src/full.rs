@@ -1,12 +1,9 @@
 //! `FullMerkleTree`: every node stored densely, one slice per level.
 
-use std::convert::Infallible;
-
 use derive_where::derive_where;
 use hasher::{Digest, Hasher};
 
 use crate::mem::{InMemoryTree, MemNodes};
-use crate::rehash::NodeLevels;
 use crate::{Depth, EmptyRoots, NodeAddr, RehashConfig, TreeError};
 
 /// A tree that stores all `2^(depth+1) - 1` nodes: fastest reads, memory fixed by depth
@@ -39,7 +36,7 @@ impl<H: Hasher> FullMerkleTree<H> {
     /// # Errors
     /// As [`FullMerkleTree::new`].
     pub fn with_config(depth: Depth, config: RehashConfig) -> Result<Self, TreeError> {
-        Ok(Self::from_parts(DenseNodes::new(depth)?, depth, config))
+        Ok(Self::from_nodes(DenseNodes::new(depth)?, depth, config))
     }
 }
 
@@ -75,52 +72,20 @@ fn slot(index: u64) -> usize {
     usize::try_from(index).unwrap_or(usize::MAX)
 }
 
-impl<H: Hasher> NodeLevels<H> for DenseNodes<H> {
-    type Error = Infallible;
-
-    fn read_children(
-        &self,
-        child_level: u8,
-        parents: &[u64],
-        out: &mut Vec<Digest<H>>,
-    ) -> Result<(), Infallible> {
-        out.clear();
-        let level = &self.levels[usize::from(child_level)];
-        if let (Some(&first), Some(&last)) = (parents.first(), parents.last()) {
-            if slot(last - first) + 1 == parents.len() {
-                // Contiguous parents: their children are one slice.
-                out.extend_from_slice(&level[slot(first) * 2..slot(last) * 2 + 2]);
-                return Ok(());
-            }
-        }
-        for &parent in parents {
-            let left = slot(parent) * 2;
-            out.extend_from_slice(&level[left..left + 2]);
-        }
-        Ok(())
-    }
-
-    fn write_level(
-        &mut self,
-        level: u8,
-        indices: &[u64],
-        values: &[Digest<H>],
-    ) -> Result<(), Infallible> {
+impl<H: Hasher> MemNodes<H> for DenseNodes<H> {
+    fn write_level(&mut self, level: u8, indices: &[u64], values: &[Digest<H>]) {
         let level = &mut self.levels[usize::from(level)];
         if let (Some(&first), Some(&last)) = (indices.first(), indices.last()) {
             if slot(last - first) + 1 == indices.len() {
                 level[slot(first)..=slot(last)].copy_from_slice(values);
-                return Ok(());
+                return;
             }
         }
         for (&index, value) in indices.iter().zip(values) {
             level[slot(index)] = *value;
         }
-        Ok(())
     }
-}
 
-impl<H: Hasher> MemNodes<H> for DenseNodes<H> {
     fn get(&self, addr: NodeAddr) -> Digest<H> {
         self.levels[usize::from(addr.level)][slot(addr.index)]
     }

@@ -13,12 +13,12 @@
 //!
 //! The rules every tree shares — increasing ids, retention, the root window, resolving a root to
 //! its checkpoint — live in [`CheckpointList`], once; and [`History`] itself (checkpoint,
-//! rewind, pruning, `proof_at`) is implemented once, for every tree that implements
-//! [`UndoFrames`]: how its frames are kept and how one history change is committed.
+//! rewind, pruning, `proof_at`) is implemented once, by the [engine](crate::engine) for every
+//! store, which keeps the frames and commits each history change as one unit.
 
 use hasher::Digest;
 
-use crate::{MerkleProof, MerkleTree, NodeAddr, TreeError};
+use crate::{MerkleProof, MerkleTree, TreeError};
 
 /// How much history a tree keeps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -242,66 +242,6 @@ pub trait History: MerkleTree {
     }
 }
 
-/// The storage side of [`History`]: where a tree keeps its checkpoints and undo frames and how
-/// it commits a change to them. Everything else — ids, retention, pruning, which value a node
-/// had at a checkpoint, what a rewind restores — is the blanket `History` implementation below,
-/// the same for the in-memory trees and every persistent store.
-pub trait UndoFrames: MerkleTree {
-    /// What a rewind writes back, gathered from the frames it consumes: node values and deleted
-    /// flags for the in-memory trees, stored keys and their bytes for the persistent ones.
-    type Restore: Default;
-
-    /// The retention settings and the retained checkpoints.
-    fn history_state(&self) -> (HistoryConfig, &CheckpointList<Digest<Self::Hasher>>);
-
-    /// Node `addr` as recorded in `frame`, if the frame holds it.
-    ///
-    /// # Errors
-    /// A storage error.
-    fn recorded_node(
-        &self,
-        frame: FrameRef,
-        addr: NodeAddr,
-    ) -> Result<Option<Digest<Self::Hasher>>, Self::Error>;
-
-    /// Adds every record of `frame` to `out`, keeping what is already there (frames are read
-    /// oldest first, so each node or key keeps its oldest record: its value at the checkpoint
-    /// rewound to).
-    ///
-    /// # Errors
-    /// A storage error, or a record that does not decode.
-    fn frame_records(&self, frame: FrameRef, out: &mut Self::Restore) -> Result<(), Self::Error>;
-
-    /// Commits, as one unit, the settings `config`, the new checkpoint `added` (with an empty
-    /// frame), the removal of the checkpoints `removed` with their frames, and `list` as the
-    /// retained checkpoints.
-    ///
-    /// # Errors
-    /// A storage error (nothing changed).
-    fn commit_history(
-        &mut self,
-        config: HistoryConfig,
-        list: CheckpointList<Digest<Self::Hasher>>,
-        added: Option<&CheckpointInfo<Digest<Self::Hasher>>>,
-        removed: &[u64],
-    ) -> Result<(), Self::Error>;
-
-    /// Commits a rewind to checkpoint `to` as one unit: writes every record of `restore` back,
-    /// sets `next_index` and metadata to `to`'s, empties the frames `consumed` (`to`'s and every
-    /// later one), drops the later checkpoints, and keeps `list`. Checks that the root is then
-    /// `to`'s.
-    ///
-    /// # Errors
-    /// A storage error (nothing changed), or a root that differs from the checkpoint's.
-    fn commit_rewind(
-        &mut self,
-        restore: Self::Restore,
-        to: &CheckpointInfo<Digest<Self::Hasher>>,
-        consumed: &[u64],
-        list: CheckpointList<Digest<Self::Hasher>>,
-    ) -> Result<(), Self::Error>;
-}
-
 /// A retained checkpoint's frame: its position in the checkpoint list (oldest first) and its id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameRef {
@@ -309,77 +249,6 @@ pub struct FrameRef {
     pub position: usize,
     /// The checkpoint's id.
     pub id: u64,
-}
-
-impl<T: UndoFrames> History for T {
-    fn history_config(&self) -> HistoryConfig {
-        self.history_state().0
-    }
-
-    fn set_history_config(&mut self, config: HistoryConfig) -> Result<(), Self::Error> {
-        let mut list = self.history_state().1.clone();
-        let pruned = list.prune(config.max_checkpoints);
-        self.commit_history(config, list, None, &pruned)
-    }
-
-    fn checkpoint(&mut self, id: u64) -> Result<(), Self::Error> {
-        let (config, list) = self.history_state();
-        list.check_new(id)?;
-        if config.max_checkpoints == 0 {
-            return Ok(());
-        }
-        let mut list = list.clone();
-        let info = CheckpointInfo {
-            id,
-            root: self.root(),
-            next_index: self.next_index(),
-            metadata: self.metadata()?,
-        };
-        let pruned = list.push(info.clone(), config.max_checkpoints);
-        self.commit_history(config, list, Some(&info), &pruned)
-    }
-
-    fn rewind_to(&mut self, id: u64) -> Result<(), Self::Error> {
-        let list = self.history_state().1;
-        let pos = list.position(id)?;
-        let consumed: Vec<u64> = list.as_slice()[pos..].iter().map(|c| c.id).collect();
-        let to = list.as_slice()[pos].clone();
-        let mut kept = list.clone();
-        kept.truncate_after(pos);
-        let mut restore = T::Restore::default();
-        for (position, &id) in (pos..).zip(&consumed) {
-            self.frame_records(FrameRef { position, id }, &mut restore)?;
-        }
-        self.commit_rewind(restore, &to, &consumed, kept)
-    }
-
-    fn checkpoints(&self) -> Result<Checkpoints<Self::Hasher>, Self::Error> {
-        Ok(self.history_state().1.as_slice().to_vec())
-    }
-
-    fn proof_at(
-        &self,
-        root: &Digest<Self::Hasher>,
-        index: u64,
-    ) -> Result<MerkleProof<Self::Hasher>, Self::Error> {
-        let (config, list) = self.history_state();
-        let Some(pos) = list.resolve_root(root, self.root(), config.root_window)? else {
-            return self.proof(index);
-        };
-        self.depth().check_index(index)?;
-        let frames = &list.as_slice()[pos..];
-        let siblings = NodeAddr::proof_path(self.depth(), index)
-            .map(|addr| {
-                value_at(
-                    (pos..).zip(frames).map(|(position, c)| {
-                        self.recorded_node(FrameRef { position, id: c.id }, addr)
-                    }),
-                    || self.node(addr),
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(MerkleProof::new(index, siblings))
-    }
 }
 
 /// The value of one node or key at a checkpoint: the first of the undo frames from that

@@ -19,7 +19,9 @@
 //! Every tree implements [`MerkleTree`], whose one mutating method applies an [`UpdateBatch`];
 //! `set`, `set_range`, `update_next`, `delete` and `override_range` ([`MerkleTreeExt`]) only build
 //! batches, [`UpdateBatch::validate`] is the only validator, and [`rehash`] is the only rehash.
-//! Roots and proofs are bit-for-bit zerokit's for the same hasher and operations.
+//! Roots and proofs are bit-for-bit zerokit's for the same hasher and operations. Every tree
+//! is the one [`engine::Tree`] over a store: [`FullMerkleTree`] and [`OptimalMerkleTree`] over
+//! memory, [`persistent::PersistentTree`] over any key-value store (sled, redb).
 //!
 //! ```
 //! use hasher::{Fr, PoseidonHasher};
@@ -49,6 +51,7 @@
 mod addr;
 mod batch;
 mod empty;
+pub mod engine;
 mod error;
 mod full;
 pub mod history;
@@ -58,7 +61,6 @@ pub mod persistent;
 mod proof;
 pub mod rehash;
 pub mod snapshot;
-mod state;
 mod tree;
 
 #[cfg(feature = "test-utils")]
@@ -70,7 +72,7 @@ pub use empty::EmptyRoots;
 pub use error::{AsTreeError, TreeError};
 pub use full::{DenseNodes, FullMerkleTree};
 pub use history::{CheckpointInfo, History, HistoryConfig};
-pub use mem::{Frame, InMemoryTree, MemNodes};
+pub use mem::{Frame, InMemoryStore, InMemoryTree, MemNodes};
 pub use optimal::{OptimalMerkleTree, SparseNodes};
 pub use proof::MerkleProof;
 pub use rehash::{RehashConfig, DEFAULT_MIN_PARALLEL_NODES};

@@ -1,24 +1,25 @@
-//! The in-memory tree: one `MerkleTree` implementation over a pluggable node store.
+//! The in-memory store: nodes in a dense or sparse layout, deleted slots, and undo frames of
+//! node values, under the one [engine](crate::engine).
 //!
 //! [`FullMerkleTree`](crate::FullMerkleTree) and [`OptimalMerkleTree`](crate::OptimalMerkleTree)
-//! are this type with a dense or a sparse store, so apply, validation and bookkeeping are written
-//! once.
+//! are the engine over this store with a dense or a sparse layout.
 
-use std::convert::Infallible;
+use std::collections::BTreeSet;
 
 use derive_where::derive_where;
 use hasher::{Digest, Hasher};
 use rustc_hash::FxHashMap;
 
-use crate::history::{CheckpointInfo, CheckpointList, FrameRef, HistoryConfig, UndoFrames};
-use crate::rehash::{apply_writes, NodeLevels};
-use crate::state::Bookkeeping;
-use crate::{Depth, MerkleProof, MerkleTree, NodeAddr, RehashConfig, TreeError, UpdateBatch};
+use crate::engine::{Change, NodeRead, Tree, TreeState, TreeStore};
+use crate::history::FrameRef;
+use crate::{CheckpointInfo, Depth, HistoryConfig, NodeAddr, RehashConfig, TreeError};
 
-/// What an in-memory node store adds to [`NodeLevels`]: infallible reads.
-pub trait MemNodes<H: Hasher>: NodeLevels<H, Error = Infallible> {
+/// A node layout in memory: infallible reads and writes.
+pub trait MemNodes<H: Hasher> {
     /// The node at a valid `addr`.
     fn get(&self, addr: NodeAddr) -> Digest<H>;
+    /// Stores `values[i]` at `(level, indices[i])`; `indices` strictly increasing.
+    fn write_level(&mut self, level: u8, indices: &[u64], values: &[Digest<H>]);
     /// Heap bytes held for nodes (capacity, not just length), for memory reports.
     fn heap_bytes(&self) -> usize;
     /// Number of node values held.
@@ -42,167 +43,135 @@ impl<H: Hasher> Frame<H> {
     }
 }
 
-/// The in-memory trees' history: checkpoints and their frames, index for index.
-#[derive_where(Clone, Debug, Default)]
-struct MemHistory<H: Hasher> {
-    config: HistoryConfig,
-    list: CheckpointList<Digest<H>>,
+/// Nodes in layout `N`, the deleted slots (a sparse set: memory grows with deletions, never with
+/// capacity) and one undo frame per retained checkpoint, oldest first.
+#[derive_where(Clone, Debug; N)]
+pub struct InMemoryStore<H: Hasher, N> {
+    nodes: N,
+    deleted: BTreeSet<u64>,
     frames: Vec<Frame<H>>,
 }
 
-/// The node store as the rehash sees it while a checkpoint is open: records each node's value
-/// before its first overwrite into the newest frame, then writes through.
-struct Recorder<'a, H: Hasher, S> {
-    nodes: &'a mut S,
-    frame: &'a mut Frame<H>,
-}
+/// An in-memory Merkle tree over node layout `N`.
+pub type InMemoryTree<H, N> = Tree<H, InMemoryStore<H, N>>;
 
-impl<H: Hasher, S: MemNodes<H>> NodeLevels<H> for Recorder<'_, H, S> {
-    type Error = Infallible;
-
-    fn read_children(
-        &self,
-        child_level: u8,
-        parents: &[u64],
-        out: &mut Vec<Digest<H>>,
-    ) -> Result<(), Infallible> {
-        self.nodes.read_children(child_level, parents, out)
-    }
-
-    fn write_level(
-        &mut self,
-        level: u8,
-        indices: &[u64],
-        values: &[Digest<H>],
-    ) -> Result<(), Infallible> {
-        for &index in indices {
-            let addr = NodeAddr { level, index };
-            let nodes = &*self.nodes;
-            self.frame
-                .nodes
-                .entry(addr)
-                .or_insert_with(|| nodes.get(addr));
-        }
-        self.nodes.write_level(level, indices, values)
-    }
-}
-
-/// An in-memory Merkle tree over node store `S`.
-#[derive_where(Clone, Debug; S)]
-pub struct InMemoryTree<H: Hasher, S> {
-    nodes: S,
-    book: Bookkeeping,
-    history: MemHistory<H>,
-    _hasher: core::marker::PhantomData<H>,
-}
-
-impl<H: Hasher, S: MemNodes<H>> InMemoryTree<H, S> {
-    pub(crate) fn from_parts(nodes: S, depth: Depth, config: RehashConfig) -> Self {
-        Self {
+impl<H: Hasher, N: MemNodes<H>> Tree<H, InMemoryStore<H, N>> {
+    /// An empty tree over `nodes` (every node the empty subtree of its level).
+    pub(crate) fn from_nodes(nodes: N, depth: Depth, config: RehashConfig) -> Self {
+        let root = nodes.get(NodeAddr::root(depth));
+        let store = InMemoryStore {
             nodes,
-            book: Bookkeeping::new(depth, config),
-            history: MemHistory::default(),
-            _hasher: core::marker::PhantomData,
-        }
+            deleted: BTreeSet::new(),
+            frames: Vec::new(),
+        };
+        let state = TreeState {
+            root,
+            next_index: 0,
+            metadata: Vec::new(),
+            history: HistoryConfig::default(),
+            checkpoints: crate::history::CheckpointList::default(),
+        };
+        Self::from_store(store, depth, config, state)
     }
 
     #[cfg(test)]
-    pub(crate) fn nodes_for_test(&self) -> &S {
-        &self.nodes
+    pub(crate) fn nodes_for_test(&self) -> &N {
+        &self.store.nodes
     }
 
     /// Heap bytes held for nodes.
     #[must_use]
     pub fn heap_bytes(&self) -> usize {
-        self.nodes.heap_bytes()
+        self.store.nodes.heap_bytes()
     }
 
     /// Number of node values held.
     #[must_use]
     pub fn stored_nodes(&self) -> usize {
-        self.nodes.stored_nodes()
+        self.store.nodes.stored_nodes()
     }
 
     /// Heap bytes held by the undo frames of the retained checkpoints.
     #[must_use]
     pub fn history_bytes(&self) -> usize {
-        self.history.frames.iter().map(Frame::heap_bytes).sum()
+        self.store.frames.iter().map(Frame::heap_bytes).sum()
     }
 }
 
-impl<H: Hasher, S: MemNodes<H>> MerkleTree for InMemoryTree<H, S> {
-    type Hasher = H;
+/// One apply reads the nodes directly.
+pub struct MemReader<'a, N>(&'a N);
+
+impl<H: Hasher, N: MemNodes<H>> NodeRead<H> for MemReader<'_, N> {
     type Error = TreeError;
 
-    fn depth(&self) -> Depth {
-        self.book.depth
+    fn node(&self, addr: NodeAddr) -> Result<Digest<H>, TreeError> {
+        Ok(self.0.get(addr))
     }
+}
 
-    fn next_index(&self) -> u64 {
-        self.book.next_index
-    }
+impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
+    type Error = TreeError;
+    type Reader<'a>
+        = MemReader<'a, N>
+    where
+        Self: 'a;
+    type Staged = Change<H>;
+    type Restore = Frame<H>;
 
-    fn root(&self) -> Digest<H> {
-        self.nodes.get(NodeAddr::root(self.book.depth))
+    fn reader(&self) -> MemReader<'_, N> {
+        MemReader(&self.nodes)
     }
 
     fn node(&self, addr: NodeAddr) -> Result<Digest<H>, TreeError> {
-        self.book.depth.check_addr(addr)?;
         Ok(self.nodes.get(addr))
     }
 
-    fn empty_leaves_indices(&self) -> Result<Vec<u64>, TreeError> {
-        Ok(self.book.deleted.iter().copied().collect())
+    fn deleted_leaves(&self) -> Result<Vec<u64>, TreeError> {
+        Ok(self.deleted.iter().copied().collect())
     }
 
-    fn metadata(&self) -> Result<Vec<u8>, TreeError> {
-        Ok(self.book.metadata.clone())
+    /// Nothing to encode: the change is written as it is.
+    fn stage(&self, _reader: MemReader<'_, N>, change: Change<H>) -> Result<Change<H>, TreeError> {
+        Ok(change)
     }
 
-    fn apply(&mut self, batch: UpdateBatch<H>) -> Result<(), TreeError> {
-        let prepared = batch.validate(self.book.depth, self.book.next_index)?;
-        let (depth, config) = (self.book.depth, &self.book.config);
-        let Ok(()) = match self.history.frames.last_mut() {
-            Some(frame) => {
-                for &(index, _) in prepared.writes() {
-                    let was_deleted = self.book.deleted.contains(&index);
-                    frame.deleted.entry(index).or_insert(was_deleted);
+    /// Records each node's and flag's value before its first overwrite into the open frame,
+    /// then writes; opens the added checkpoint's frame and drops the pruned ones.
+    fn commit(&mut self, change: Change<H>) -> Result<(), TreeError> {
+        let Self {
+            nodes,
+            deleted,
+            frames,
+        } = self;
+        let mut frame = change.record_into.and(frames.last_mut());
+        for (level, (indices, values)) in (0u8..).zip(&change.nodes) {
+            if let Some(frame) = frame.as_deref_mut() {
+                for &index in indices {
+                    let addr = NodeAddr { level, index };
+                    frame.nodes.entry(addr).or_insert_with(|| nodes.get(addr));
                 }
-                let mut recorder = Recorder {
-                    nodes: &mut self.nodes,
-                    frame,
-                };
-                apply_writes::<H, _>(&mut recorder, depth, prepared.writes(), config)
             }
-            None => apply_writes::<H, S>(&mut self.nodes, depth, prepared.writes(), config),
-        };
-        self.book.record(&prepared);
+            nodes.write_level(level, indices, values);
+        }
+        for &(index, set) in &change.deleted {
+            if let Some(frame) = frame.as_deref_mut() {
+                frame
+                    .deleted
+                    .entry(index)
+                    .or_insert_with(|| deleted.contains(&index));
+            }
+            if set {
+                deleted.insert(index);
+            } else {
+                deleted.remove(&index);
+            }
+        }
+        if change.added.is_some() {
+            frames.push(Frame::default());
+        }
+        // Pruning removes the oldest checkpoints, whose frames are the first ones.
+        frames.drain(..change.removed.len().min(frames.len()));
         Ok(())
-    }
-
-    /// Direct reads from the node store (no per-level bounds check or `Result`).
-    fn proof(&self, index: u64) -> Result<MerkleProof<H>, TreeError> {
-        self.book.depth.check_index(index)?;
-        let siblings = NodeAddr::proof_path(self.book.depth, index)
-            .map(|addr| self.nodes.get(addr))
-            .collect();
-        Ok(MerkleProof::new(index, siblings))
-    }
-
-    fn rehash_config(&self) -> &RehashConfig {
-        &self.book.config
-    }
-
-    fn set_rehash_config(&mut self, config: RehashConfig) {
-        self.book.config = config;
-    }
-}
-
-impl<H: Hasher, S: MemNodes<H>> UndoFrames for InMemoryTree<H, S> {
-    type Restore = Frame<H>;
-
-    fn history_state(&self) -> (HistoryConfig, &CheckpointList<Digest<H>>) {
-        (self.history.config, &self.history.list)
     }
 
     fn recorded_node(
@@ -210,14 +179,17 @@ impl<H: Hasher, S: MemNodes<H>> UndoFrames for InMemoryTree<H, S> {
         frame: FrameRef,
         addr: NodeAddr,
     ) -> Result<Option<Digest<H>>, TreeError> {
-        Ok(self.history.frames[frame.position]
-            .nodes
-            .get(&addr)
+        Ok(self
+            .frames
+            .get(frame.position)
+            .and_then(|f| f.nodes.get(&addr))
             .copied())
     }
 
     fn frame_records(&self, frame: FrameRef, out: &mut Frame<H>) -> Result<(), TreeError> {
-        let frame = &self.history.frames[frame.position];
+        let Some(frame) = self.frames.get(frame.position) else {
+            return Ok(());
+        };
         for (addr, value) in &frame.nodes {
             out.nodes.entry(*addr).or_insert(*value);
         }
@@ -227,57 +199,32 @@ impl<H: Hasher, S: MemNodes<H>> UndoFrames for InMemoryTree<H, S> {
         Ok(())
     }
 
-    fn commit_history(
-        &mut self,
-        config: HistoryConfig,
-        list: CheckpointList<Digest<H>>,
-        added: Option<&CheckpointInfo<Digest<H>>>,
-        removed: &[u64],
-    ) -> Result<(), TreeError> {
-        if added.is_some() {
-            self.history.frames.push(Frame::default());
-        }
-        // Pruning removes the oldest checkpoints, whose frames are the first ones.
-        self.history.frames.drain(..removed.len());
-        self.history.config = config;
-        self.history.list = list;
-        Ok(())
-    }
-
     fn commit_rewind(
         &mut self,
         restore: Frame<H>,
-        to: &CheckpointInfo<Digest<H>>,
+        _to: &CheckpointInfo<Digest<H>>,
         consumed: &[u64],
-        list: CheckpointList<Digest<H>>,
     ) -> Result<(), TreeError> {
         let mut nodes: Vec<(NodeAddr, Digest<H>)> = restore.nodes.into_iter().collect();
         nodes.sort_unstable_by_key(|(addr, _)| *addr);
         for level in nodes.chunk_by(|a, b| a.0.level == b.0.level) {
             let indices: Vec<u64> = level.iter().map(|(a, _)| a.index).collect();
             let values: Vec<Digest<H>> = level.iter().map(|(_, v)| *v).collect();
-            let Ok(()) = self.nodes.write_level(level[0].0.level, &indices, &values);
+            self.nodes.write_level(level[0].0.level, &indices, &values);
         }
         for (index, was_deleted) in restore.deleted {
             if was_deleted {
-                self.book.deleted.insert(index);
+                self.deleted.insert(index);
             } else {
-                self.book.deleted.remove(&index);
+                self.deleted.remove(&index);
             }
         }
-        self.book.next_index = to.next_index;
-        self.book.metadata.clone_from(&to.metadata);
-        debug_assert!(
-            self.root() == to.root,
-            "rewind restores the checkpoint's root"
-        );
         // `to` keeps its (now empty) frame; the later ones go with their checkpoints.
-        let keep = self.history.frames.len() - consumed.len() + 1;
-        self.history.frames.truncate(keep);
-        if let Some(frame) = self.history.frames.last_mut() {
+        let keep = self.frames.len().saturating_sub(consumed.len()) + 1;
+        self.frames.truncate(keep);
+        if let Some(frame) = self.frames.last_mut() {
             *frame = Frame::default();
         }
-        self.history.list = list;
         Ok(())
     }
 }

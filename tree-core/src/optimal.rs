@@ -1,13 +1,10 @@
 //! `OptimalMerkleTree`: only touched nodes are stored; memory grows with the leaves set.
 
-use std::convert::Infallible;
-
 use derive_where::derive_where;
 use hasher::{Digest, Hasher};
 use rustc_hash::FxHashMap;
 
 use crate::mem::{InMemoryTree, MemNodes};
-use crate::rehash::NodeLevels;
 use crate::{Depth, EmptyRoots, NodeAddr, RehashConfig};
 
 /// A sparse tree: nodes never written read as the empty subtree of their level, so an empty
@@ -41,7 +38,7 @@ impl<H: Hasher> OptimalMerkleTree<H> {
     /// An empty sparse tree with `config`.
     #[must_use]
     pub fn with_config(depth: Depth, config: RehashConfig) -> Self {
-        Self::from_parts(SparseNodes::new(depth), depth, config)
+        Self::from_nodes(SparseNodes::new(depth), depth, config)
     }
 }
 
@@ -110,40 +107,14 @@ impl<H: Hasher> SparseNodes<H> {
     }
 }
 
-impl<H: Hasher> NodeLevels<H> for SparseNodes<H> {
-    type Error = Infallible;
-
-    fn read_children(
-        &self,
-        child_level: u8,
-        parents: &[u64],
-        out: &mut Vec<Digest<H>>,
-    ) -> Result<(), Infallible> {
-        out.clear();
-        out.reserve(parents.len() * 2);
-        let level = &self.levels[usize::from(child_level)];
-        for &parent in parents {
-            out.push(level.get(parent * 2));
-            out.push(level.get(parent * 2 + 1));
-        }
-        Ok(())
-    }
-
-    fn write_level(
-        &mut self,
-        level: u8,
-        indices: &[u64],
-        values: &[Digest<H>],
-    ) -> Result<(), Infallible> {
+impl<H: Hasher> MemNodes<H> for SparseNodes<H> {
+    fn write_level(&mut self, level: u8, indices: &[u64], values: &[Digest<H>]) {
         let level = &mut self.levels[usize::from(level)];
         for (&index, &value) in indices.iter().zip(values) {
             level.set(index, value);
         }
-        Ok(())
     }
-}
 
-impl<H: Hasher> MemNodes<H> for SparseNodes<H> {
     fn get(&self, addr: NodeAddr) -> Digest<H> {
         self.levels[usize::from(addr.level)].get(addr.index)
     }

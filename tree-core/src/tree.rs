@@ -95,13 +95,7 @@ pub trait MerkleTree {
     ///
     /// # Errors
     /// [`TreeError::IndexOutOfBounds`] past capacity; storage errors.
-    fn proof(&self, index: u64) -> Result<MerkleProof<Self::Hasher>, Self::Error> {
-        self.depth().check_index(index)?;
-        let siblings = NodeAddr::proof_path(self.depth(), index)
-            .map(|addr| self.node(addr))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(MerkleProof::new(index, siblings))
-    }
+    fn proof(&self, index: u64) -> Result<MerkleProof<Self::Hasher>, Self::Error>;
 
     /// True when `proof` has this tree's depth and proves `leaf` against the current root.
     fn verify_proof(&self, proof: &MerkleProof<Self::Hasher>, leaf: &Digest<Self::Hasher>) -> bool {

@@ -3,9 +3,9 @@
 //!
 //! This crate is the sled store only — [`SledStore`] (one `sled::Batch` per commit, the
 //! directory lock, the release wait on drop) and its typed [`SledConfig`]. The tree itself
-//! (rules, rehash, history, the commit protocol) is tree-core's
-//! [`PersistentTree`](tree_core::persistent::PersistentTree), the same engine `tree-redb`
-//! stores with redb; the bytes are tree-core's [`layout`](tree_core::persistent::layout).
+//! (rules, rehash, history, the commit protocol) is tree-core's [engine](tree_core::engine) over
+//! its key-value [`PersistentTree`](tree_core::persistent::PersistentTree) store, the same one
+//! `tree-redb` puts on redb; the bytes are tree-core's [`layout`](tree_core::persistent::layout).
 //!
 //! - Every `apply` is atomic, crash or not; durability follows [`Durability`].
 //! - Opening reads the header, counters and root only: O(1) in the number of leaves.
@@ -32,9 +32,9 @@ mod store;
 
 pub use config::{Mode, SledConfig};
 pub use store::SledStore;
+pub use tree_core::engine::PreparedApply;
 pub use tree_core::persistent::{
-    Durability, IntegrityIssue, KvStore, MemStore, PreparedApply, StoreBatch, StoreTreeError,
-    LOCK_FILE,
+    Durability, IntegrityIssue, KvStore, MemStore, StoreBatch, StoreTreeError, LOCK_FILE,
 };
 
 /// The persistent tree on sled (any [`KvStore`] as `S`, sled by default).

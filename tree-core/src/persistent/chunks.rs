@@ -3,10 +3,10 @@
 use hasher::{Digest, DigestCodec};
 
 use super::layout::{chunk_key, decode_chunk, decode_chunk_slot, ChunkAddr, CHUNK_NODES};
-use super::{KvStore, PersistentTree, PersistentTreeError, StoreTreeError};
+use super::{KvStore, KvTreeStore, PersistentTreeError, StoreTreeError};
 use crate::NodeAddr;
 
-impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
+impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
     /// The chunk's nodes as stored (the level's empty value where nothing is), through the
     /// top-level cache.
     pub(super) fn chunk_values(

@@ -47,10 +47,6 @@ pub enum PersistentTreeError<S: std::error::Error + 'static> {
         /// Version this build writes and reads.
         supported: u32,
     },
-    /// A prepared batch was published after the tree had moved on (another apply, a rewind or
-    /// a reload in between): the batch is stale and was not applied; the tree is unharmed.
-    #[error("the tree changed between prepare and publish: prepare again")]
-    Conflict,
     /// The store holds data but no Canopy header: not a tree, left untouched.
     #[error("store is not empty but holds no Canopy tree header")]
     NotATree,
@@ -106,7 +102,6 @@ impl<S: std::error::Error + 'static> PersistentTreeError<S> {
             E::DepthMismatch { stored, requested } => E::DepthMismatch { stored, requested },
             E::HasherMismatch { stored, requested } => E::HasherMismatch { stored, requested },
             E::FormatVersion { found, supported } => E::FormatVersion { found, supported },
-            E::Conflict => E::Conflict,
             E::NotATree => E::NotATree,
             E::Indeterminate => E::Indeterminate,
             E::ForeignDirectory { path } => E::ForeignDirectory { path },

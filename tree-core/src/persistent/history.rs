@@ -1,39 +1,24 @@
-//! The persistent tree's undo frames: undo records in the store, and one store batch per
-//! history change. The rules (`History`) are [`crate::history`]'s, shared with the in-memory
-//! trees through [`UndoFrames`].
+//! The key-value store's undo frames: undo records in the store, and one store batch per
+//! rewind. The rules (`History`) are [`crate::history`]'s, applied by the engine to every store.
 
 use std::collections::BTreeMap;
 
 use hasher::{Digest, DigestCodec};
 
 use super::layout::{
-    checkpoint_key, chunk_key, decode_chunk, decode_undo, encode_checkpoint, encode_history,
-    parse_undo_key, undo_key, undo_prefix, ChunkAddr, HISTORY_KEY, METADATA_KEY, NEXT_INDEX_KEY,
-    UNDO_PREFIX,
+    checkpoint_key, chunk_key, decode_chunk, decode_undo, parse_undo_key, undo_key, undo_prefix,
+    ChunkAddr, METADATA_KEY, NEXT_INDEX_KEY, UNDO_PREFIX,
 };
-use super::{Corrupt, KvStore, PersistentTree, PersistentTreeError, StoreBatch, StoreTreeError};
-use crate::history::{CheckpointList, FrameRef, UndoFrames};
-use crate::{CheckpointInfo, HistoryConfig, NodeAddr};
+use super::{
+    Corrupt, KvStore, KvTreeStore, PersistentTree, PersistentTreeError, StoreBatch, StoreTreeError,
+};
+use crate::{CheckpointInfo, NodeAddr};
 
-impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
-    /// Adds checkpoint `info`'s record and the pruning it causes to `batch`; returns the list
-    /// to install once the batch is committed.
-    pub(super) fn add_checkpoint(
-        &self,
-        info: CheckpointInfo<Digest<H>>,
-        batch: &mut StoreBatch,
-    ) -> Result<CheckpointList<Digest<H>>, StoreTreeError<S>> {
-        batch.insert(&checkpoint_key(info.id), encode_checkpoint::<H>(&info));
-        let mut list = self.checkpoints.clone();
-        let pruned = list.push(info, self.history.max_checkpoints);
-        self.remove_checkpoints(&pruned, batch)?;
-        Ok(list)
-    }
-
+impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
     /// Adds the removal of `ids`' checkpoint records and undo frames to `batch`.
     /// Undo records `batch` itself would add to those frames are dropped too (an apply that
     /// prunes the frame it just recorded into, as with `max_checkpoints = 1`).
-    fn remove_checkpoints(
+    pub(super) fn remove_checkpoints(
         &self,
         ids: &[u64],
         batch: &mut StoreBatch,
@@ -48,24 +33,12 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
         Ok(())
     }
 
-    /// Undo records stored and their total key + value bytes: what the retained checkpoints
-    /// cost on disk (before the engine's own overhead).
-    ///
-    /// # Errors
-    /// The store's error.
-    pub fn history_size(&self) -> Result<(usize, usize), StoreTreeError<S>> {
-        let (mut records, mut bytes) = (0, 0);
-        self.live()?
-            .scan_prefix(&[UNDO_PREFIX], &mut |key, value| {
-                records += 1;
-                bytes += key.len() + value.len();
-            })
-            .map_err(PersistentTreeError::Store)?;
-        Ok((records, bytes))
-    }
-
     /// Node `addr` as recorded in checkpoint `id`'s undo frame, if that frame has its chunk.
-    fn undo_node(&self, id: u64, addr: NodeAddr) -> Result<Option<Digest<H>>, StoreTreeError<S>> {
+    pub(super) fn undo_node(
+        &self,
+        id: u64,
+        addr: NodeAddr,
+    ) -> Result<Option<Digest<H>>, StoreTreeError<S>> {
         let (chunk, slot) = ChunkAddr::of(addr);
         let key = undo_key(id, &chunk_key(chunk));
         let Some(bytes) = self.live()?.get(&key).map_err(PersistentTreeError::Store)? else {
@@ -80,27 +53,17 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
 }
 
 /// Frames are undo records keyed by the stored key they restore (`U id key`), valued by the
-/// key's bytes at the checkpoint (`None`: absent); one history change is one store batch.
-impl<H: DigestCodec, S: KvStore> UndoFrames for PersistentTree<H, S> {
-    /// Each stored key and its bytes at the checkpoint (`None`: absent), in key order.
-    type Restore = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
-
-    fn history_state(&self) -> (HistoryConfig, &CheckpointList<Digest<H>>) {
-        (self.history, &self.checkpoints)
-    }
-
-    fn recorded_node(
+/// key's bytes at the checkpoint (`None`: absent); a rewind is one store batch.
+impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
+    /// Adds frame `id`'s records to `out`, keeping the entries already there.
+    pub(super) fn undo_records(
         &self,
-        frame: FrameRef,
-        addr: NodeAddr,
-    ) -> Result<Option<Digest<H>>, Self::Error> {
-        self.undo_node(frame.id, addr)
-    }
-
-    fn frame_records(&self, frame: FrameRef, out: &mut Self::Restore) -> Result<(), Self::Error> {
+        id: u64,
+        out: &mut BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    ) -> Result<(), StoreTreeError<S>> {
         let mut bad_key = None;
         self.live()?
-            .scan_prefix(&undo_prefix(frame.id), &mut |key, value| match (
+            .scan_prefix(&undo_prefix(id), &mut |key, value| match (
                 parse_undo_key(key),
                 decode_undo(value),
             ) {
@@ -119,36 +82,14 @@ impl<H: DigestCodec, S: KvStore> UndoFrames for PersistentTree<H, S> {
         }
     }
 
-    /// One batch: the settings, the checkpoint record, and the removal of pruned checkpoints
-    /// and their frames.
-    fn commit_history(
-        &mut self,
-        config: HistoryConfig,
-        list: CheckpointList<Digest<H>>,
-        added: Option<&CheckpointInfo<Digest<H>>>,
-        removed: &[u64],
-    ) -> Result<(), Self::Error> {
-        let mut batch = StoreBatch::default();
-        batch.insert(HISTORY_KEY, encode_history(config)?);
-        if let Some(info) = added {
-            batch.insert(&checkpoint_key(info.id), encode_checkpoint::<H>(info));
-        }
-        self.remove_checkpoints(removed, &mut batch)?;
-        self.commit_counted(batch)?;
-        self.history = config;
-        self.checkpoints = list;
-        Ok(())
-    }
-
     /// One batch: the restored keys and counters, and the removal of the frames and later
     /// checkpoints it consumes. A crash leaves the tree before or after the rewind.
-    fn commit_rewind(
+    pub(super) fn rewind(
         &mut self,
-        restore: Self::Restore,
+        restore: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
         to: &CheckpointInfo<Digest<H>>,
         consumed: &[u64],
-        list: CheckpointList<Digest<H>>,
-    ) -> Result<(), Self::Error> {
+    ) -> Result<(), StoreTreeError<S>> {
         let mut batch = StoreBatch::default();
         for &frame in consumed {
             self.live()?
@@ -171,12 +112,11 @@ impl<H: DigestCodec, S: KvStore> UndoFrames for PersistentTree<H, S> {
             batch.insert(METADATA_KEY, to.metadata.clone());
         }
         self.commit_counted(batch)?;
-        self.reload()?;
-        debug_assert!(
-            self.checkpoints == list,
-            "the stored checkpoints are the kept ones"
-        );
-        if self.root != to.root {
+        // Restored chunks bypassed the cache.
+        self.cache.lock().clear();
+        if self.read_node(NodeAddr::root(self.depth))? != to.root {
+            // The store now disagrees with the tree's view: refuse it until a reopen.
+            self.indeterminate = true;
             return Err(Corrupt::new(
                 &checkpoint_key(to.id),
                 "rewound root differs from the checkpoint's",
@@ -184,5 +124,24 @@ impl<H: DigestCodec, S: KvStore> UndoFrames for PersistentTree<H, S> {
             .into());
         }
         Ok(())
+    }
+}
+
+impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
+    /// Undo records stored and their total key + value bytes: what the retained checkpoints
+    /// cost on disk (before the engine's own overhead).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub fn history_size(&self) -> Result<(usize, usize), StoreTreeError<S>> {
+        let (mut records, mut bytes) = (0, 0);
+        self.store
+            .live()?
+            .scan_prefix(&[UNDO_PREFIX], &mut |key, value| {
+                records += 1;
+                bytes += key.len() + value.len();
+            })
+            .map_err(PersistentTreeError::Store)?;
+        Ok((records, bytes))
     }
 }

@@ -29,7 +29,8 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
     /// Store errors and [`PersistentTreeError::Corrupted`].
     pub fn verify_integrity(&self) -> Result<Vec<IntegrityIssue<Digest<H>>>, StoreTreeError<S>> {
         let mut raw: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        self.live()?
+        self.store
+            .live()?
             .scan_prefix(&[NODE_PREFIX], &mut |key, value| {
                 raw.push((key.to_vec(), value.to_vec()))
             })
@@ -41,7 +42,9 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
             let values = decode_chunk::<H>(&key, &value)?;
             for (slot, value) in values.iter().enumerate() {
                 let addr = chunk.node(slot);
-                if self.depth.check_addr(addr).is_err() && *value != self.empty.at(chunk.level) {
+                if self.depth.check_addr(addr).is_err()
+                    && *value != self.store.empty.at(chunk.level)
+                {
                     return Err(Corrupt::new(&key, "node stored outside the tree").into());
                 }
             }
@@ -51,7 +54,7 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
             let (chunk, slot) = ChunkAddr::of(addr);
             chunks
                 .get(&chunk)
-                .map_or_else(|| self.empty.at(addr.level), |values| values[slot])
+                .map_or_else(|| self.store.empty.at(addr.level), |values| values[slot])
         };
         // Every stored parent, and the parent of every stored non-empty node, whether or not
         // that parent is stored: an absent parent above non-empty children (a dropped chunk, a
@@ -66,7 +69,7 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
                 if addr.children().is_some() {
                     check.insert(addr);
                 }
-                if addr.level < self.depth.get() && stored != self.empty.at(addr.level) {
+                if addr.level < self.depth.get() && stored != self.store.empty.at(addr.level) {
                     check.insert(addr.parent());
                 }
             }

@@ -132,49 +132,51 @@ pub fn parse_chunk_key(key: &[u8]) -> Option<ChunkAddr> {
     }
 }
 
+/// `prefix | n BE`: the keys of the deleted slots, checkpoints and undo frames.
+fn numbered_key(prefix: u8, n: u64) -> [u8; 9] {
+    let mut key = [prefix; 9];
+    key[1..].copy_from_slice(&n.to_be_bytes());
+    key
+}
+
+/// The number of a [`numbered_key`] with `prefix`.
+fn parse_numbered_key(prefix: u8, key: &[u8]) -> Option<u64> {
+    match key {
+        [first, n @ ..] if *first == prefix => {
+            Some(u64::from_be_bytes(<[u8; 8]>::try_from(n).ok()?))
+        }
+        _ => None,
+    }
+}
+
 /// `D | index BE`.
 #[must_use]
 pub fn deleted_key(index: u64) -> [u8; 9] {
-    let mut key = [0u8; 9];
-    key[0] = DELETED_PREFIX;
-    key[1..].copy_from_slice(&index.to_be_bytes());
-    key
+    numbered_key(DELETED_PREFIX, index)
 }
 
 /// Parses a deleted-slot key.
 #[must_use]
 pub fn parse_deleted_key(key: &[u8]) -> Option<u64> {
-    match key {
-        [DELETED_PREFIX, index @ ..] => Some(u64::from_be_bytes(<[u8; 8]>::try_from(index).ok()?)),
-        _ => None,
-    }
+    parse_numbered_key(DELETED_PREFIX, key)
 }
 
 /// `C | id BE`.
 #[must_use]
 pub fn checkpoint_key(id: u64) -> [u8; 9] {
-    let mut key = [0u8; 9];
-    key[0] = CHECKPOINT_PREFIX;
-    key[1..].copy_from_slice(&id.to_be_bytes());
-    key
+    numbered_key(CHECKPOINT_PREFIX, id)
 }
 
 /// Parses a checkpoint key.
 #[must_use]
 pub fn parse_checkpoint_key(key: &[u8]) -> Option<u64> {
-    match key {
-        [CHECKPOINT_PREFIX, id @ ..] => Some(u64::from_be_bytes(<[u8; 8]>::try_from(id).ok()?)),
-        _ => None,
-    }
+    parse_numbered_key(CHECKPOINT_PREFIX, key)
 }
 
 /// `U | id BE`: the prefix of checkpoint `id`'s undo frame.
 #[must_use]
 pub fn undo_prefix(id: u64) -> [u8; 9] {
-    let mut key = [0u8; 9];
-    key[0] = UNDO_PREFIX;
-    key[1..].copy_from_slice(&id.to_be_bytes());
-    key
+    numbered_key(UNDO_PREFIX, id)
 }
 
 /// `U | id BE | key`.
@@ -191,8 +193,8 @@ pub fn undo_key(id: u64, key: &[u8]) -> Vec<u8> {
 pub fn parse_undo_key(key: &[u8]) -> Option<(u64, &[u8])> {
     match key {
         [UNDO_PREFIX, rest @ ..] if rest.len() > 8 => {
-            let (id, original) = rest.split_at(8);
-            Some((u64::from_be_bytes(<[u8; 8]>::try_from(id).ok()?), original))
+            let (id, original) = key.split_at(9);
+            Some((parse_numbered_key(UNDO_PREFIX, id)?, original))
         }
         _ => None,
     }

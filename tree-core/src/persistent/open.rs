@@ -1,5 +1,5 @@
 //! Opening a tree: creating the header in one batch, or checking it (format, depth, hasher,
-//! digest length) and loading the counters, history and root; and reloading after a rewind.
+//! digest length) and loading the counters, history and root.
 
 use hasher::DigestCodec;
 use parking_lot::Mutex;
@@ -11,8 +11,10 @@ use super::layout::{
     HISTORY_KEY, METADATA_KEY, NEXT_INDEX_KEY,
 };
 use super::{
-    Corrupt, KvStore, OpenStore, PersistentTree, PersistentTreeError, StoreBatch, StoreTreeError,
+    Corrupt, KvStore, KvTreeStore, OpenStore, PersistentTree, PersistentTreeError, StoreBatch,
+    StoreTreeError,
 };
+use crate::engine::TreeState;
 use crate::history::CheckpointList;
 use crate::{Depth, EmptyRoots, HistoryConfig, NodeAddr, RehashConfig};
 
@@ -72,6 +74,7 @@ impl<H: DigestCodec, S: OpenStore> PersistentTree<H, S> {
     /// The engine's error.
     pub fn size_on_disk(&self) -> Result<u64, StoreTreeError<S>> {
         self.store
+            .store
             .size_on_disk()
             .map_err(PersistentTreeError::Store)
     }
@@ -156,58 +159,37 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
             }
         };
         let empty = EmptyRoots::<H>::new(depth);
-        let mut tree = Self {
+        let kv = KvTreeStore {
             store,
             depth,
-            root: empty.at(depth.get()),
             empty,
-            next_index,
-            metadata,
-            config,
             cache: Mutex::new(FxHashMap::default()),
             cache_from: if cached_levels == 0 {
                 u8::MAX
             } else {
                 depth.get().saturating_sub(cached_levels - 1)
             },
-            history: HistoryConfig::default(),
-            checkpoints: CheckpointList::default(),
-            generation: 0,
             indeterminate: false,
             commits,
         };
-        tree.load_history()?;
-        tree.root = tree.read_node(NodeAddr::root(depth))?;
-        Ok(tree)
-    }
-
-    /// Re-reads `next_index`, metadata and root from the store and empties the cache.
-    pub(super) fn reload(&mut self) -> Result<(), StoreTreeError<S>> {
-        self.generation += 1;
-        self.cache.lock().clear();
-        let next_index = match self
-            .store
-            .get(NEXT_INDEX_KEY)
-            .map_err(PersistentTreeError::Store)?
-        {
-            Some(bytes) => decode_u64(NEXT_INDEX_KEY, &bytes)?,
-            None => 0,
+        let (history, checkpoints) = kv.load_history()?;
+        let state = TreeState {
+            root: kv.read_node(NodeAddr::root(depth))?,
+            next_index,
+            metadata,
+            history,
+            checkpoints,
         };
-        let metadata = self
-            .store
-            .get(METADATA_KEY)
-            .map_err(PersistentTreeError::Store)?
-            .unwrap_or_default();
-        let root = self.read_node(NodeAddr::root(self.depth))?;
-        self.next_index = next_index;
-        self.metadata = metadata;
-        self.root = root;
-        self.load_history()
+        Ok(Self::from_store(kv, depth, config, state))
     }
+}
 
+impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
     /// Reads the history configuration and the checkpoint records.
-    fn load_history(&mut self) -> Result<(), StoreTreeError<S>> {
-        self.history = match self
+    fn load_history(
+        &self,
+    ) -> Result<(HistoryConfig, CheckpointList<hasher::Digest<H>>), StoreTreeError<S>> {
+        let history = match self
             .store
             .get(HISTORY_KEY)
             .map_err(PersistentTreeError::Store)?
@@ -232,7 +214,6 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
             return Err(corrupt.into());
         }
         // Keys sort by big-endian id, so a scan is already in increasing order.
-        self.checkpoints = CheckpointList::from_sorted(list)?;
-        Ok(())
+        Ok((history, CheckpointList::from_sorted(list)?))
     }
 }

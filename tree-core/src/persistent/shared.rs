@@ -1,9 +1,9 @@
 //! A tree shared by a service: many threads read consistent (root, proof) pairs while one
 //! writer applies batches.
 //!
-//! A write is split in two: [`PersistentTree::prepare`] does all the hashing and builds the store
+//! A write is split in two: [`Tree::prepare`](crate::engine::Tree::prepare) does all the hashing and builds the store
 //! batch under the *shared* lock, so readers keep reading the old state meanwhile; only
-//! [`PersistentTree::publish`] (one store commit and a few assignments) takes the exclusive
+//! [`Tree::publish`](crate::engine::Tree::publish) (one store commit and a few assignments) takes the exclusive
 //! lock. Writers are serialised by their own mutex, so nothing changes the tree between the two
 //! steps. Every read closure sees exactly one state.
 
@@ -48,7 +48,7 @@ impl<H: DigestCodec, S: KvStore> SharedTree<H, S> {
     /// under the shared lock as in [`apply`](Self::apply).
     ///
     /// # Errors
-    /// As [`PersistentTree::apply_checkpointed`].
+    /// As [`Tree::apply_checkpointed`](crate::engine::Tree::apply_checkpointed).
     pub fn apply_checkpointed(
         &self,
         batch: UpdateBatch<H>,
@@ -66,7 +66,7 @@ impl<H: DigestCodec, S: KvStore> SharedTree<H, S> {
     /// chain follower compares the root with the contract's before the block lands).
     ///
     /// # Errors
-    /// As [`PersistentTree::apply_checkpointed`]; `accept`'s refusal is the inner error.
+    /// As [`Tree::apply_checkpointed`](crate::engine::Tree::apply_checkpointed); `accept`'s refusal is the inner error.
     pub fn apply_checkpointed_if<E>(
         &self,
         batch: UpdateBatch<H>,

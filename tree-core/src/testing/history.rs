@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 use crate::history::{History, HistoryConfig};
 use crate::testing::ops::{apply_op, assert_same_state, rule_error};
-use crate::testing::{arb_ops, Op, ReferenceTree};
+use crate::testing::{arb_ops, MixHasher, Op, ReferenceTree};
 use crate::TreeError;
 
 /// One step of a history model run.
@@ -187,4 +187,59 @@ pub fn check_history_ops<T: History>(
         );
     }
     tree
+}
+
+/// Blocks 1..=8 (five members, a deletion and the block number as metadata each) through
+/// `one.apply_checkpointed` and through `two.apply` then `two.checkpoint`, under
+/// `max_checkpoints`: after each block the roots, checkpoints and `frames` (what the undo
+/// frames cost) are equal; a repeated id is refused; rewinding both to the oldest retained
+/// checkpoint leaves them equal.
+pub fn check_apply_checkpointed<S, F>(
+    one: &mut crate::engine::Tree<MixHasher, S>,
+    two: &mut crate::engine::Tree<MixHasher, S>,
+    max_checkpoints: usize,
+    frames: impl Fn(&crate::engine::Tree<MixHasher, S>) -> F,
+) where
+    S: crate::engine::TreeStore<MixHasher>,
+    F: PartialEq + core::fmt::Debug,
+{
+    use crate::{AsTreeError, MerkleTree, UpdateBatch};
+    let config = HistoryConfig {
+        max_checkpoints,
+        root_window: 3,
+    };
+    one.set_history_config(config).expect("settings");
+    two.set_history_config(config).expect("settings");
+    for block in 1..=8u64 {
+        let make = |next: u64| {
+            let mut batch = UpdateBatch::<MixHasher>::new();
+            batch.set_range(next, (0..5).map(|i| block * 100 + i));
+            if next > 0 {
+                batch.delete(block % next);
+            }
+            batch.metadata(block.to_be_bytes().to_vec());
+            batch
+        };
+        one.apply_checkpointed(make(one.next_index()), block)
+            .expect("block and checkpoint");
+        two.apply(make(two.next_index())).expect("block");
+        two.checkpoint(block).expect("checkpoint");
+        assert_eq!(one.root(), two.root());
+        assert_eq!(one.checkpoints().ok(), two.checkpoints().ok());
+        assert_eq!(frames(one), frames(two), "max {max_checkpoints}");
+    }
+    let repeated = one.apply_checkpointed(UpdateBatch::new(), 8);
+    assert!(matches!(
+        repeated.as_ref().map_err(AsTreeError::as_tree_error),
+        Err(Some(TreeError::CheckpointNotIncreasing { .. }))
+    ));
+    let oldest = one.checkpoints().expect("checkpoints")[0].id;
+    one.rewind_to(oldest).expect("rewind");
+    two.rewind_to(oldest).expect("rewind");
+    assert_eq!(one.root(), two.root());
+    assert_eq!(one.metadata().ok(), two.metadata().ok());
+    assert_eq!(
+        one.empty_leaves_indices().ok(),
+        two.empty_leaves_indices().ok()
+    );
 }

@@ -10,6 +10,6 @@ mod ops;
 mod reference;
 
 pub use hashers::MixHasher;
-pub use history::{arb_history_ops, check_history_ops, HistoryOp};
+pub use history::{arb_history_ops, check_apply_checkpointed, check_history_ops, HistoryOp};
 pub use ops::{apply_op, arb_ops, assert_same_state, check_ops, mix_leaf, Op};
 pub use reference::ReferenceTree;

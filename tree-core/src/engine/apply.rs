@@ -1,0 +1,160 @@
+//! Applying a batch in two steps: `prepare` computes the whole commit (every hash, the deleted
+//! flags, counters, undo records, a checkpoint and its pruning) reading only; `publish` hands it
+//! to the store as one commit and updates the tree's view.
+
+use hasher::{Digest, Hasher};
+
+use super::overlay::Overlay;
+use super::store::{Change, TreeStore};
+use super::Tree;
+use crate::history::CheckpointList;
+use crate::rehash::apply_writes;
+use crate::{CheckpointInfo, NodeAddr, TreeError, UpdateBatch};
+
+/// A batch computed by [`Tree::prepare`], ready to [`publish`](Tree::publish).
+pub struct PreparedApply<H: Hasher, S: TreeStore<H>> {
+    staged: S::Staged,
+    root: Digest<H>,
+    next_index: u64,
+    metadata: Option<Vec<u8>>,
+    checkpoints: Option<CheckpointList<Digest<H>>>,
+    generation: u64,
+}
+
+impl<H: Hasher, S: TreeStore<H>> PreparedApply<H, S> {
+    /// The root the tree will have once this batch is published.
+    pub fn root(&self) -> &Digest<H> {
+        &self.root
+    }
+}
+
+impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
+    /// Validates `batch` and computes everything its commit writes — every hash, the store's
+    /// staged change with its undo records, the new root — reading the tree but changing
+    /// nothing. [`publish`](Self::publish) then commits it. `apply` is the two in a row; a
+    /// service calls `prepare` under a shared lock, so readers keep going while a large batch
+    /// hashes.
+    ///
+    /// # Errors
+    /// As [`MerkleTree::apply`](crate::MerkleTree::apply).
+    pub fn prepare(&self, batch: UpdateBatch<H>) -> Result<PreparedApply<H, S>, S::Error> {
+        self.prepare_inner(batch, None)
+    }
+
+    /// [`prepare`](Self::prepare), with checkpoint `id` recorded after the batch in the *same*
+    /// commit: the block and its checkpoint land together or not at all.
+    ///
+    /// # Errors
+    /// As `prepare`, and [`TreeError::CheckpointNotIncreasing`].
+    pub fn prepare_checkpointed(
+        &self,
+        batch: UpdateBatch<H>,
+        id: u64,
+    ) -> Result<PreparedApply<H, S>, S::Error> {
+        self.checkpoints.check_new(id)?;
+        self.prepare_inner(batch, Some(id))
+    }
+
+    /// Applies `batch` and records checkpoint `id` after it, in one commit.
+    ///
+    /// # Errors
+    /// As [`prepare_checkpointed`](Self::prepare_checkpointed) and [`publish`](Self::publish).
+    pub fn apply_checkpointed(&mut self, batch: UpdateBatch<H>, id: u64) -> Result<(), S::Error> {
+        let prepared = self.prepare_checkpointed(batch, id)?;
+        self.publish(prepared)
+    }
+
+    fn prepare_inner(
+        &self,
+        batch: UpdateBatch<H>,
+        checkpoint: Option<u64>,
+    ) -> Result<PreparedApply<H, S>, S::Error> {
+        let prepared = batch.validate(self.depth, self.next_index)?;
+        let mut overlay = Overlay::new(self.store.reader(), self.depth);
+        apply_writes::<H, _>(&mut overlay, self.depth, prepared.writes(), &self.config)?;
+        let root = overlay.lookup(NodeAddr::root(self.depth))?;
+        let (reader, nodes) = overlay.into_parts();
+        // Indices at or past the old next_index were never deleted.
+        let deleted = prepared
+            .writes()
+            .iter()
+            .filter_map(|&(index, leaf)| match leaf {
+                None => Some((index, true)),
+                Some(_) if index < self.next_index => Some((index, false)),
+                Some(_) => None,
+            })
+            .collect();
+        let next_index = prepared.next_index();
+        let metadata = prepared.metadata().map(<[u8]>::to_vec);
+        let mut change = Change {
+            nodes,
+            deleted,
+            next_index: (next_index != self.next_index).then_some(next_index),
+            metadata: metadata.clone(),
+            record_into: self.checkpoints.latest().map(|c| c.id),
+            ..Change::default()
+        };
+        let checkpoints = match checkpoint {
+            Some(id) if self.history.max_checkpoints > 0 => {
+                let info = CheckpointInfo {
+                    id,
+                    root,
+                    next_index,
+                    metadata: metadata.clone().unwrap_or_else(|| self.metadata.clone()),
+                };
+                let mut list = self.checkpoints.clone();
+                change.removed = list.push(info.clone(), self.history.max_checkpoints);
+                change.added = Some(info);
+                Some(list)
+            }
+            _ => None,
+        };
+        Ok(PreparedApply {
+            staged: self.store.stage(reader, change)?,
+            root,
+            next_index,
+            metadata,
+            checkpoints,
+            generation: self.generation,
+        })
+    }
+
+    /// Commits a [`prepare`](Self::prepare)d batch: the one store commit, then the tree's view.
+    /// Nothing else may have changed the tree in between.
+    ///
+    /// # Errors
+    /// [`TreeError::Conflict`] if the tree moved since `prepare` (the batch is not applied); the
+    /// store's commit error (the tree keeps its state from before the call).
+    pub fn publish(&mut self, prepared: PreparedApply<H, S>) -> Result<(), S::Error> {
+        if prepared.generation != self.generation {
+            return Err(TreeError::Conflict.into());
+        }
+        self.commit(prepared.staged)?;
+        self.root = prepared.root;
+        self.next_index = prepared.next_index;
+        if let Some(metadata) = prepared.metadata {
+            self.metadata = metadata;
+        }
+        if let Some(checkpoints) = prepared.checkpoints {
+            self.checkpoints = checkpoints;
+        }
+        Ok(())
+    }
+
+    /// The store's commit; every batch prepared before it is stale, whether it lands or not.
+    pub(super) fn commit(&mut self, staged: S::Staged) -> Result<(), S::Error> {
+        self.generation += 1;
+        self.store.commit(staged)
+    }
+
+    /// Stages and commits `change` (history settings and checkpoints).
+    pub(super) fn commit_change(&mut self, change: Change<H>) -> Result<(), S::Error> {
+        let staged = self.store.stage(self.store.reader(), change)?;
+        self.commit(staged)
+    }
+
+    /// Bumps the generation before a store change outside `publish` (a rewind).
+    pub(super) fn invalidate_prepared(&mut self) {
+        self.generation += 1;
+    }
+}
