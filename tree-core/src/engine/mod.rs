@@ -48,7 +48,7 @@ pub use store::{Change, LevelWrites, NodeRead, TreeStore};
 
 /// What a store holds besides nodes, loaded when a tree is opened over it.
 #[derive(Clone, Debug)]
-pub struct TreeState<D> {
+pub(crate) struct TreeState<D> {
     /// The root.
     pub root: D,
     /// One past the highest leaf ever written.

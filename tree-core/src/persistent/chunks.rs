@@ -3,7 +3,7 @@
 use hasher::{Digest, DigestCodec};
 
 use super::layout::{chunk_key, decode_chunk, decode_chunk_slot, ChunkAddr, CHUNK_NODES};
-use super::{KvStore, KvTreeStore, PersistentTreeError, StoreTreeError};
+use super::{KvStore, KvTreeStore, StoreTreeError};
 use crate::NodeAddr;
 
 impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
@@ -20,7 +20,7 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
             }
         }
         let key = chunk_key(chunk);
-        let values = match self.live()?.get(&key).map_err(PersistentTreeError::Store)? {
+        let values = match self.get(&key)? {
             None => vec![self.empty.at(chunk.level); CHUNK_NODES],
             Some(bytes) => decode_chunk::<H>(&key, &bytes)?,
         };
@@ -41,7 +41,7 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
             return Ok(self.chunk_values(chunk)?[slot]);
         }
         let key = chunk_key(chunk);
-        match self.live()?.get(&key).map_err(PersistentTreeError::Store)? {
+        match self.get(&key)? {
             None => Ok(self.empty.at(addr.level)),
             Some(bytes) => Ok(decode_chunk_slot::<H>(&key, &bytes, slot)?),
         }

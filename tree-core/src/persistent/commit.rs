@@ -102,13 +102,8 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
             .collect();
         for key in keys {
             let record = undo_key(id, &key);
-            let store = self.live()?;
-            if store
-                .get(&record)
-                .map_err(PersistentTreeError::Store)?
-                .is_none()
-            {
-                let old = store.get(&key).map_err(PersistentTreeError::Store)?;
+            if self.get(&record)?.is_none() {
+                let old = self.get(&key)?;
                 batch.insert(&record, encode_undo(old.as_deref()));
             }
         }
@@ -136,22 +131,11 @@ impl<H: DigestCodec, S: KvStore> TreeStore<H> for KvTreeStore<H, S> {
 
     fn deleted_leaves(&self) -> Result<Vec<u64>, Self::Error> {
         let mut indices = Vec::new();
-        let mut bad_key = None;
-        self.live()?
-            .scan_prefix(
-                &[DELETED_PREFIX],
-                &mut |key, _| match parse_deleted_key(key) {
-                    Some(index) => indices.push(index),
-                    None => {
-                        bad_key.get_or_insert_with(|| key.to_vec());
-                    }
-                },
-            )
-            .map_err(PersistentTreeError::Store)?;
-        match bad_key {
-            Some(key) => Err(Corrupt::new(&key, "malformed deleted-slot key").into()),
-            None => Ok(indices),
-        }
+        let decode = |key: &[u8], _: &[u8]| {
+            parse_deleted_key(key).ok_or_else(|| Corrupt::new(key, "malformed deleted-slot key"))
+        };
+        self.scan(&[DELETED_PREFIX], decode, |index| indices.push(index))?;
+        Ok(indices)
     }
 
     fn stage(

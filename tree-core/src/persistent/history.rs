@@ -9,9 +9,7 @@ use super::layout::{
     checkpoint_key, chunk_key, decode_chunk, decode_undo, parse_undo_key, undo_key, undo_prefix,
     ChunkAddr, METADATA_KEY, NEXT_INDEX_KEY, UNDO_PREFIX,
 };
-use super::{
-    Corrupt, KvStore, KvTreeStore, PersistentTree, PersistentTreeError, StoreBatch, StoreTreeError,
-};
+use super::{Corrupt, KvStore, KvTreeStore, PersistentTree, StoreBatch, StoreTreeError};
 use crate::{CheckpointInfo, NodeAddr};
 
 impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
@@ -26,9 +24,7 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         batch.retain(|key| !ids.iter().any(|&id| key.starts_with(&undo_prefix(id))));
         for &id in ids {
             batch.remove(&checkpoint_key(id));
-            self.live()?
-                .scan_prefix(&undo_prefix(id), &mut |key, _| batch.remove(key))
-                .map_err(PersistentTreeError::Store)?;
+            self.scan_raw(&undo_prefix(id), &mut |key, _| batch.remove(key))?;
         }
         Ok(())
     }
@@ -41,7 +37,7 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
     ) -> Result<Option<Digest<H>>, StoreTreeError<S>> {
         let (chunk, slot) = ChunkAddr::of(addr);
         let key = undo_key(id, &chunk_key(chunk));
-        let Some(bytes) = self.live()?.get(&key).map_err(PersistentTreeError::Store)? else {
+        let Some(bytes) = self.get(&key)? else {
             return Ok(None);
         };
         match decode_undo(&bytes) {
@@ -61,25 +57,13 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         id: u64,
         out: &mut BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     ) -> Result<(), StoreTreeError<S>> {
-        let mut bad_key = None;
-        self.live()?
-            .scan_prefix(&undo_prefix(id), &mut |key, value| match (
-                parse_undo_key(key),
-                decode_undo(value),
-            ) {
-                (Some((_, original)), Some(old)) => {
-                    out.entry(original.to_vec())
-                        .or_insert_with(|| old.map(<[u8]>::to_vec));
-                }
-                _ => {
-                    bad_key.get_or_insert_with(|| key.to_vec());
-                }
-            })
-            .map_err(PersistentTreeError::Store)?;
-        match bad_key {
-            Some(key) => Err(Corrupt::new(&key, "malformed undo record").into()),
-            None => Ok(()),
-        }
+        let decode = |key: &[u8], value: &[u8]| match (parse_undo_key(key), decode_undo(value)) {
+            (Some((_, original)), Some(old)) => Ok((original.to_vec(), old.map(<[u8]>::to_vec))),
+            _ => Err(Corrupt::new(key, "malformed undo record")),
+        };
+        self.scan(&undo_prefix(id), decode, |(original, old)| {
+            out.entry(original).or_insert(old);
+        })
     }
 
     /// One batch: the restored keys and counters, and the removal of the frames and later
@@ -92,9 +76,7 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
     ) -> Result<(), StoreTreeError<S>> {
         let mut batch = StoreBatch::default();
         for &frame in consumed {
-            self.live()?
-                .scan_prefix(&undo_prefix(frame), &mut |key, _| batch.remove(key))
-                .map_err(PersistentTreeError::Store)?;
+            self.scan_raw(&undo_prefix(frame), &mut |key, _| batch.remove(key))?;
         }
         for (key, value) in restore {
             match value {
@@ -135,13 +117,10 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
     /// The store's error.
     pub fn history_size(&self) -> Result<(usize, usize), StoreTreeError<S>> {
         let (mut records, mut bytes) = (0, 0);
-        self.store
-            .live()?
-            .scan_prefix(&[UNDO_PREFIX], &mut |key, value| {
-                records += 1;
-                bytes += key.len() + value.len();
-            })
-            .map_err(PersistentTreeError::Store)?;
+        self.store.scan_raw(&[UNDO_PREFIX], &mut |key, value| {
+            records += 1;
+            bytes += key.len() + value.len();
+        })?;
         Ok((records, bytes))
     }
 }

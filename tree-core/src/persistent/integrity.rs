@@ -4,7 +4,7 @@ use hasher::{Digest, DigestCodec};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::layout::{decode_chunk, parse_chunk_key, ChunkAddr, NODE_PREFIX};
-use super::{Corrupt, KvStore, PersistentTree, PersistentTreeError, StoreTreeError};
+use super::{Corrupt, KvStore, PersistentTree, StoreTreeError};
 use crate::rehash::hash_level;
 use crate::NodeAddr;
 
@@ -26,15 +26,12 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
     /// operator's check after an incident: one pass over the stored chunks.
     ///
     /// # Errors
-    /// Store errors and [`PersistentTreeError::Corrupted`].
+    /// Store errors and [`PersistentTreeError::Corrupted`](super::PersistentTreeError::Corrupted).
     pub fn verify_integrity(&self) -> Result<Vec<IntegrityIssue<Digest<H>>>, StoreTreeError<S>> {
         let mut raw: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        self.store
-            .live()?
-            .scan_prefix(&[NODE_PREFIX], &mut |key, value| {
-                raw.push((key.to_vec(), value.to_vec()))
-            })
-            .map_err(PersistentTreeError::Store)?;
+        self.store.scan_raw(&[NODE_PREFIX], &mut |key, value| {
+            raw.push((key.to_vec(), value.to_vec()));
+        })?;
         let mut chunks: FxHashMap<ChunkAddr, Vec<Digest<H>>> = FxHashMap::default();
         for (key, value) in raw {
             let chunk = parse_chunk_key(&key)

@@ -100,6 +100,40 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         }
         Ok(&self.store)
     }
+
+    /// The bytes at `key`.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, StoreTreeError<S>> {
+        self.live()?.get(key).map_err(PersistentTreeError::Store)
+    }
+
+    /// Every entry under `prefix`, in key order, as stored.
+    fn scan_raw(
+        &self,
+        prefix: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), StoreTreeError<S>> {
+        self.live()?
+            .scan_prefix(prefix, visit)
+            .map_err(PersistentTreeError::Store)
+    }
+
+    /// Every entry under `prefix`, in key order, decoded by `decode` into `visit`; the first
+    /// entry that does not decode is the error (reported after the scan, which cannot stop).
+    fn scan<T>(
+        &self,
+        prefix: &[u8],
+        mut decode: impl FnMut(&[u8], &[u8]) -> Result<T, Corrupt>,
+        mut visit: impl FnMut(T),
+    ) -> Result<(), StoreTreeError<S>> {
+        let mut bad = None;
+        self.scan_raw(prefix, &mut |key, value| match decode(key, value) {
+            Ok(item) => visit(item),
+            Err(corrupt) => {
+                bad.get_or_insert(corrupt);
+            }
+        })?;
+        bad.map_or(Ok(()), |corrupt| Err(corrupt.into()))
+    }
 }
 
 impl<H: DigestCodec, S: KvStore> Drop for KvTreeStore<H, S> {

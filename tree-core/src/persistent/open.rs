@@ -93,76 +93,10 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
         config: RehashConfig,
         cached_levels: u8,
     ) -> Result<Self, StoreTreeError<S>> {
-        let digest_len = layout::digest_len::<H>()?;
-        let version = store
-            .get(FORMAT_VERSION_KEY)
-            .map_err(PersistentTreeError::Store)?;
-        let (next_index, metadata, commits) = match version {
-            None => {
-                if !store.is_empty().map_err(PersistentTreeError::Store)? {
-                    return Err(PersistentTreeError::NotATree);
-                }
-                let mut batch = StoreBatch::default();
-                batch.insert(FORMAT_VERSION_KEY, layout::encode_u32(FORMAT_VERSION));
-                batch.insert(DEPTH_KEY, layout::encode_depth(depth));
-                batch.insert(HASHER_KEY, H::ID.as_bytes().to_vec());
-                batch.insert(DIGEST_LEN_KEY, layout::encode_u32(digest_len));
-                batch.insert(NEXT_INDEX_KEY, layout::encode_u64(0));
-                store.commit(batch).map_err(PersistentTreeError::Store)?;
-                store.flush().map_err(PersistentTreeError::Store)?;
-                (0, Vec::new(), 0)
-            }
-            Some(bytes) => {
-                let found = decode_u32(FORMAT_VERSION_KEY, &bytes)?;
-                if found != FORMAT_VERSION {
-                    return Err(PersistentTreeError::FormatVersion {
-                        found,
-                        supported: FORMAT_VERSION,
-                    });
-                }
-                let get = |key: &'static [u8]| -> Result<Vec<u8>, StoreTreeError<S>> {
-                    store
-                        .get(key)
-                        .map_err(PersistentTreeError::Store)?
-                        .ok_or_else(|| Corrupt::new(key, "header field missing").into())
-                };
-                let stored = layout::decode_depth(&get(DEPTH_KEY)?)?;
-                if stored != depth {
-                    return Err(PersistentTreeError::DepthMismatch {
-                        stored: stored.get(),
-                        requested: depth.get(),
-                    });
-                }
-                let hasher = get(HASHER_KEY)?;
-                if hasher != H::ID.as_bytes() {
-                    return Err(PersistentTreeError::HasherMismatch {
-                        stored: String::from_utf8_lossy(&hasher).into_owned(),
-                        requested: H::ID,
-                    });
-                }
-                if decode_u32(DIGEST_LEN_KEY, &get(DIGEST_LEN_KEY)?)? != digest_len {
-                    return Err(Corrupt::new(
-                        DIGEST_LEN_KEY,
-                        "digest length differs from the hasher's",
-                    )
-                    .into());
-                }
-                let next_index = decode_u64(NEXT_INDEX_KEY, &get(NEXT_INDEX_KEY)?)?;
-                if next_index > depth.capacity() {
-                    return Err(Corrupt::new(NEXT_INDEX_KEY, "next_index exceeds capacity").into());
-                }
-                let metadata = store
-                    .get(METADATA_KEY)
-                    .map_err(PersistentTreeError::Store)?
-                    .unwrap_or_default();
-                (next_index, metadata, stored_commits(&store)?)
-            }
-        };
-        let empty = EmptyRoots::<H>::new(depth);
-        let kv = KvTreeStore {
+        let mut kv = KvTreeStore {
             store,
             depth,
-            empty,
+            empty: EmptyRoots::<H>::new(depth),
             cache: Mutex::new(FxHashMap::default()),
             cache_from: if cached_levels == 0 {
                 u8::MAX
@@ -170,50 +104,94 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
                 depth.get().saturating_sub(cached_levels - 1)
             },
             indeterminate: false,
-            commits,
+            commits: 0,
         };
-        let (history, checkpoints) = kv.load_history()?;
+        match kv.get(FORMAT_VERSION_KEY)? {
+            None => kv.create_header()?,
+            Some(version) => kv.check_header(&version)?,
+        }
+        kv.commits = stored_commits(&kv.store)?;
+        let next_index = decode_u64(NEXT_INDEX_KEY, &kv.header_field(NEXT_INDEX_KEY)?)?;
+        if next_index > depth.capacity() {
+            return Err(Corrupt::new(NEXT_INDEX_KEY, "next_index exceeds capacity").into());
+        }
+        let history = match kv.get(HISTORY_KEY)? {
+            None => HistoryConfig::default(),
+            Some(bytes) => decode_history(&bytes)?,
+        };
+        let mut checkpoints = Vec::new();
+        kv.scan(&[CHECKPOINT_PREFIX], decode_checkpoint::<H>, |info| {
+            checkpoints.push(info);
+        })?;
         let state = TreeState {
             root: kv.read_node(NodeAddr::root(depth))?,
             next_index,
-            metadata,
+            metadata: kv.get(METADATA_KEY)?.unwrap_or_default(),
             history,
-            checkpoints,
+            // Keys sort by big-endian id, so a scan is already in increasing order.
+            checkpoints: CheckpointList::from_sorted(checkpoints)?,
         };
         Ok(Self::from_store(kv, depth, config, state))
     }
 }
 
 impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
-    /// Reads the history configuration and the checkpoint records.
-    fn load_history(
-        &self,
-    ) -> Result<(HistoryConfig, CheckpointList<hasher::Digest<H>>), StoreTreeError<S>> {
-        let history = match self
-            .store
-            .get(HISTORY_KEY)
-            .map_err(PersistentTreeError::Store)?
-        {
-            None => HistoryConfig::default(),
-            Some(bytes) => decode_history(&bytes)?,
-        };
-        let mut list = Vec::new();
-        let mut bad = None;
-        self.store
-            .scan_prefix(
-                &[CHECKPOINT_PREFIX],
-                &mut |key, value| match decode_checkpoint::<H>(key, value) {
-                    Ok(info) => list.push(info),
-                    Err(corrupt) => {
-                        bad.get_or_insert(corrupt);
-                    }
-                },
-            )
-            .map_err(PersistentTreeError::Store)?;
-        if let Some(corrupt) = bad {
-            return Err(corrupt.into());
+    /// Writes the header of a new tree into an empty store, durably.
+    fn create_header(&self) -> Result<(), StoreTreeError<S>> {
+        if !self.store.is_empty().map_err(PersistentTreeError::Store)? {
+            return Err(PersistentTreeError::NotATree);
         }
-        // Keys sort by big-endian id, so a scan is already in increasing order.
-        Ok((history, CheckpointList::from_sorted(list)?))
+        let mut batch = StoreBatch::default();
+        batch.insert(FORMAT_VERSION_KEY, layout::encode_u32(FORMAT_VERSION));
+        batch.insert(DEPTH_KEY, layout::encode_depth(self.depth));
+        batch.insert(HASHER_KEY, H::ID.as_bytes().to_vec());
+        batch.insert(
+            DIGEST_LEN_KEY,
+            layout::encode_u32(layout::digest_len::<H>()?),
+        );
+        batch.insert(NEXT_INDEX_KEY, layout::encode_u64(0));
+        self.store
+            .commit(batch)
+            .map_err(PersistentTreeError::Store)?;
+        self.store.flush().map_err(PersistentTreeError::Store)
+    }
+
+    /// Checks a stored header (format `version`, depth, hasher, digest length) against this
+    /// build and the tree asked for.
+    fn check_header(&self, version: &[u8]) -> Result<(), StoreTreeError<S>> {
+        let found = decode_u32(FORMAT_VERSION_KEY, version)?;
+        if found != FORMAT_VERSION {
+            return Err(PersistentTreeError::FormatVersion {
+                found,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let stored = layout::decode_depth(&self.header_field(DEPTH_KEY)?)?;
+        if stored != self.depth {
+            return Err(PersistentTreeError::DepthMismatch {
+                stored: stored.get(),
+                requested: self.depth.get(),
+            });
+        }
+        let hasher = self.header_field(HASHER_KEY)?;
+        if hasher != H::ID.as_bytes() {
+            return Err(PersistentTreeError::HasherMismatch {
+                stored: String::from_utf8_lossy(&hasher).into_owned(),
+                requested: H::ID,
+            });
+        }
+        let digest_len = decode_u32(DIGEST_LEN_KEY, &self.header_field(DIGEST_LEN_KEY)?)?;
+        if digest_len != layout::digest_len::<H>()? {
+            return Err(
+                Corrupt::new(DIGEST_LEN_KEY, "digest length differs from the hasher's").into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// A header field every tree has.
+    fn header_field(&self, key: &'static [u8]) -> Result<Vec<u8>, StoreTreeError<S>> {
+        self.get(key)?
+            .ok_or_else(|| Corrupt::new(key, "header field missing").into())
     }
 }
