@@ -158,7 +158,10 @@ fn in_memory_apply_checkpointed_equals_apply_then_checkpoint() {
     for max_checkpoints in [1, 2, 5] {
         let mut one = OptimalMerkleTree::<MixHasher>::new(depth);
         let mut two = OptimalMerkleTree::<MixHasher>::new(depth);
-        check_apply_checkpointed(&mut one, &mut two, max_checkpoints, |t| t.history_bytes());
+        let mut three = OptimalMerkleTree::<MixHasher>::new(depth);
+        check_apply_checkpointed(&mut one, &mut two, &mut three, max_checkpoints, |t| {
+            t.history_bytes()
+        });
     }
     let mut tree = FullMerkleTree::<MixHasher>::new(depth).unwrap();
     let mut first = UpdateBatch::new();

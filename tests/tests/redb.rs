@@ -389,10 +389,11 @@ fn redb_periodic_durability_is_made_durable_by_flush() {
 fn redb_apply_checkpointed_equals_apply_then_checkpoint() {
     let depth = Depth::new(8).unwrap();
     for max_checkpoints in [1, 2, 5] {
-        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        let mut one = open(&RedbConfig::new(a.path()), depth);
-        let mut two = open(&RedbConfig::new(b.path()), depth);
-        check_apply_checkpointed(&mut one, &mut two, max_checkpoints, |t| {
+        let dirs = [(); 3].map(|()| tempfile::tempdir().unwrap());
+        let [mut one, mut two, mut three] = dirs
+            .each_ref()
+            .map(|d| open(&RedbConfig::new(d.path()), depth));
+        check_apply_checkpointed(&mut one, &mut two, &mut three, max_checkpoints, |t| {
             t.history_size().unwrap()
         });
     }

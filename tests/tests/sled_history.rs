@@ -237,7 +237,8 @@ fn apply_checkpointed_equals_apply_then_checkpoint() {
     for max_checkpoints in [1, 2, 5] {
         let mut one = open_mem(MemStore::new(), depth, false);
         let mut two = open_mem(MemStore::new(), depth, false);
-        check_apply_checkpointed(&mut one, &mut two, max_checkpoints, |t| {
+        let mut three = open_mem(MemStore::new(), depth, false);
+        check_apply_checkpointed(&mut one, &mut two, &mut three, max_checkpoints, |t| {
             t.history_size().unwrap()
         });
         // Reopened, the checkpoints are there.

@@ -10,8 +10,9 @@ use derive_where::derive_where;
 use hasher::{Digest, Hasher};
 use rustc_hash::FxHashMap;
 
-use crate::engine::{Change, NodeRead, Tree, TreeState, TreeStore};
+use crate::engine::{Change, InPlace, NodeRead, Tree, TreeState, TreeStore};
 use crate::history::FrameRef;
+use crate::rehash::NodeLevels;
 use crate::{CheckpointInfo, Depth, HistoryConfig, NodeAddr, RehashConfig, TreeError};
 
 /// A node layout in memory: infallible reads and writes.
@@ -109,6 +110,62 @@ impl<H: Hasher, N: MemNodes<H>> NodeRead<H> for MemReader<'_, N> {
     }
 }
 
+/// `apply`'s in-place writes: each node's value before its first overwrite goes into the open
+/// frame, then the node is written.
+struct Recorder<'a, H: Hasher, N> {
+    nodes: &'a mut N,
+    frame: Option<&'a mut Frame<H>>,
+}
+
+impl<H: Hasher, N: MemNodes<H>> NodeLevels<H> for Recorder<'_, H, N> {
+    type Error = TreeError;
+
+    fn read_children(
+        &self,
+        child_level: u8,
+        parents: &[u64],
+        out: &mut Vec<Digest<H>>,
+    ) -> Result<(), TreeError> {
+        out.clear();
+        for &parent in parents {
+            for index in [parent * 2, parent * 2 + 1] {
+                out.push(self.nodes.get(NodeAddr {
+                    level: child_level,
+                    index,
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    fn write_level(
+        &mut self,
+        level: u8,
+        indices: &[u64],
+        values: &[Digest<H>],
+    ) -> Result<(), TreeError> {
+        record_nodes(self.frame.as_deref_mut(), &*self.nodes, level, indices);
+        self.nodes.write_level(level, indices, values);
+        Ok(())
+    }
+}
+
+/// Records into `frame` the current value of each node of `level` at `indices` that it does not
+/// hold yet: the one rule both write paths keep.
+fn record_nodes<H: Hasher, N: MemNodes<H>>(
+    frame: Option<&mut Frame<H>>,
+    nodes: &N,
+    level: u8,
+    indices: &[u64],
+) {
+    if let Some(frame) = frame {
+        for &index in indices {
+            let addr = NodeAddr { level, index };
+            frame.nodes.entry(addr).or_insert_with(|| nodes.get(addr));
+        }
+    }
+}
+
 impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
     type Error = TreeError;
     type Reader<'a>
@@ -130,6 +187,13 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
         Ok(self.deleted.iter().copied().collect())
     }
 
+    fn write_in_place(&mut self, record_into: Option<u64>) -> Option<InPlace<'_, H, TreeError>> {
+        Some(Box::new(Recorder {
+            nodes: &mut self.nodes,
+            frame: record_into.and(self.frames.last_mut()),
+        }))
+    }
+
     /// Nothing to encode: the change is written as it is.
     fn stage(&self, _reader: MemReader<'_, N>, change: Change<H>) -> Result<Change<H>, TreeError> {
         Ok(change)
@@ -145,12 +209,7 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
         } = self;
         let mut frame = change.record_into.and(frames.last_mut());
         for (level, (indices, values)) in (0u8..).zip(&change.nodes) {
-            if let Some(frame) = frame.as_deref_mut() {
-                for &index in indices {
-                    let addr = NodeAddr { level, index };
-                    frame.nodes.entry(addr).or_insert_with(|| nodes.get(addr));
-                }
-            }
+            record_nodes(frame.as_deref_mut(), &*nodes, level, indices);
             nodes.write_level(level, indices, values);
         }
         for &(index, set) in &change.deleted {

@@ -121,7 +121,7 @@ pub fn hash_level<H: Hasher>(
 /// # Errors
 /// The first storage error; the caller decides what a partial write means (in-memory stores are
 /// infallible; the persistent tree writes into an overlay it discards on error).
-pub fn apply_writes<H: Hasher, S: NodeLevels<H>>(
+pub fn apply_writes<H: Hasher, S: NodeLevels<H> + ?Sized>(
     store: &mut S,
     depth: Depth,
     writes: &[(u64, Option<Digest<H>>)],
@@ -152,7 +152,7 @@ pub const REHASH_CHUNK: usize = 1 << 14;
 ///
 /// # Errors
 /// The first storage error.
-pub fn update_hashes<H: Hasher, S: NodeLevels<H>>(
+pub fn update_hashes<H: Hasher, S: NodeLevels<H> + ?Sized>(
     store: &mut S,
     depth: Depth,
     dirty_leaves: Vec<u64>,

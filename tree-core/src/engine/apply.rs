@@ -5,11 +5,11 @@
 use hasher::{Digest, Hasher};
 
 use super::overlay::Overlay;
-use super::store::{Change, TreeStore};
+use super::store::{Change, LevelWrites, TreeStore};
 use super::Tree;
 use crate::history::CheckpointList;
 use crate::rehash::apply_writes;
-use crate::{CheckpointInfo, NodeAddr, TreeError, UpdateBatch};
+use crate::{CheckpointInfo, NodeAddr, PreparedBatch, TreeError, UpdateBatch};
 
 /// A batch computed by [`Tree::prepare`], ready to [`publish`](Tree::publish).
 pub struct PreparedApply<H: Hasher, S: TreeStore<H>> {
@@ -60,8 +60,34 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
     /// # Errors
     /// As [`prepare_checkpointed`](Self::prepare_checkpointed) and [`publish`](Self::publish).
     pub fn apply_checkpointed(&mut self, batch: UpdateBatch<H>, id: u64) -> Result<(), S::Error> {
-        let prepared = self.prepare_checkpointed(batch, id)?;
-        self.publish(prepared)
+        self.checkpoints.check_new(id)?;
+        self.apply_inner(batch, Some(id))
+    }
+
+    /// `apply`: nodes written in place where the store offers it
+    /// ([`TreeStore::write_in_place`]), otherwise `prepare` and `publish`; the rest of the
+    /// commit is the same [`Change`] either way.
+    pub(super) fn apply_inner(
+        &mut self,
+        batch: UpdateBatch<H>,
+        checkpoint: Option<u64>,
+    ) -> Result<(), S::Error> {
+        let prepared = batch.validate(self.depth, self.next_index)?;
+        let record_into = self.checkpoints.latest().map(|c| c.id);
+        let in_place = match self.store.write_in_place(record_into) {
+            Some(mut nodes) => {
+                apply_writes::<H, _>(&mut *nodes, self.depth, prepared.writes(), &self.config)?;
+                true
+            }
+            None => false,
+        };
+        let staged = if in_place {
+            let root = self.store.node(NodeAddr::root(self.depth))?;
+            self.stage_apply(&prepared, self.store.reader(), Vec::new(), root, checkpoint)?
+        } else {
+            self.prepare_validated(&prepared, checkpoint)?
+        };
+        self.publish(staged)
     }
 
     fn prepare_inner(
@@ -70,10 +96,32 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
         checkpoint: Option<u64>,
     ) -> Result<PreparedApply<H, S>, S::Error> {
         let prepared = batch.validate(self.depth, self.next_index)?;
+        self.prepare_validated(&prepared, checkpoint)
+    }
+
+    /// Hashes through an overlay of the written nodes, reading only, and stages the result.
+    fn prepare_validated(
+        &self,
+        prepared: &PreparedBatch<H>,
+        checkpoint: Option<u64>,
+    ) -> Result<PreparedApply<H, S>, S::Error> {
         let mut overlay = Overlay::new(self.store.reader(), self.depth);
         apply_writes::<H, _>(&mut overlay, self.depth, prepared.writes(), &self.config)?;
         let root = overlay.lookup(NodeAddr::root(self.depth))?;
         let (reader, nodes) = overlay.into_parts();
+        self.stage_apply(prepared, reader, nodes, root, checkpoint)
+    }
+
+    /// The apply's [`Change`] — `nodes`, the deleted flags, counters, metadata, the open
+    /// frame, and checkpoint `checkpoint` with its pruning — staged by the store.
+    fn stage_apply(
+        &self,
+        prepared: &PreparedBatch<H>,
+        reader: S::Reader<'_>,
+        nodes: LevelWrites<H>,
+        root: Digest<H>,
+        checkpoint: Option<u64>,
+    ) -> Result<PreparedApply<H, S>, S::Error> {
         // Indices at or past the old next_index were never deleted.
         let deleted = prepared
             .writes()

@@ -5,6 +5,7 @@
 //!        │
 //!  Tree::prepare ── Overlay of changed nodes ──► Change ──► TreeStore::stage   (reads only)
 //!  Tree::publish ─────────────────────────────────────────► TreeStore::commit  (one unit)
+//!  (`apply` on a memory store writes the nodes in place: TreeStore::write_in_place)
 //!  History (crate::history): checkpoints, rewind, root window, proof_at over the same store
 //!
 //!  stores: DenseNodes | SparseNodes (memory, crate::mem) | KvTreeStore over sled, redb, …
@@ -44,7 +45,7 @@ use crate::history::CheckpointList;
 use crate::{Depth, HistoryConfig, MerkleProof, MerkleTree, NodeAddr, RehashConfig, UpdateBatch};
 
 pub use apply::PreparedApply;
-pub use store::{Change, LevelWrites, NodeRead, TreeStore};
+pub use store::{Change, InPlace, LevelWrites, NodeRead, TreeStore};
 
 /// What a store holds besides nodes, loaded when a tree is opened over it.
 #[derive(Clone, Debug)]
@@ -142,8 +143,7 @@ impl<H: Hasher, S: TreeStore<H>> MerkleTree for Tree<H, S> {
     }
 
     fn apply(&mut self, batch: UpdateBatch<H>) -> Result<(), S::Error> {
-        let prepared = self.prepare(batch)?;
-        self.publish(prepared)
+        self.apply_inner(batch, None)
     }
 
     /// Reads the path straight from the store: one bounds check for the index, none per level.

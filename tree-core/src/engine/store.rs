@@ -5,6 +5,7 @@ use derive_where::derive_where;
 use hasher::{Digest, Hasher};
 
 use crate::history::FrameRef;
+use crate::rehash::NodeLevels;
 use crate::{AsTreeError, CheckpointInfo, HistoryConfig, NodeAddr, TreeError};
 
 /// Reads of stored nodes (the empty subtree's value where nothing is stored).
@@ -18,6 +19,9 @@ pub trait NodeRead<H: Hasher> {
     /// A storage read failure.
     fn node(&self, addr: NodeAddr) -> Result<Digest<H>, Self::Error>;
 }
+
+/// Writes nodes in place for one `apply`: see [`TreeStore::write_in_place`].
+pub type InPlace<'a, H, E> = Box<dyn NodeLevels<H, Error = E> + 'a>;
 
 /// Per level (index = level), the nodes one apply writes: strictly increasing indices and
 /// their values.
@@ -81,6 +85,16 @@ pub trait TreeStore<H: Hasher>: Sized {
     /// # Errors
     /// A storage read failure.
     fn deleted_leaves(&self) -> Result<Vec<u64>, Self::Error>;
+
+    /// For `apply`, which holds the tree exclusively: a view that writes nodes in place,
+    /// recording each node's value before its first overwrite into frame `record_into`; the
+    /// rest of the apply is then a [`Change`] without nodes. Memory stores offer one, which
+    /// saves the overlay's copy of every node a large batch writes; a key-value store keeps
+    /// the default `None`, so that `apply` is `prepare` and `publish`: one atomic commit.
+    fn write_in_place(&mut self, record_into: Option<u64>) -> Option<InPlace<'_, H, Self::Error>> {
+        let _ = record_into;
+        None
+    }
 
     /// Prepares `change` for [`commit`](Self::commit) without writing: encodes it and reads what
     /// its undo records need. `reader` is the one the change's nodes were computed through.

@@ -190,13 +190,14 @@ pub fn check_history_ops<T: History>(
 }
 
 /// Blocks 1..=8 (five members, a deletion and the block number as metadata each) through
-/// `one.apply_checkpointed` and through `two.apply` then `two.checkpoint`, under
-/// `max_checkpoints`: after each block the roots, checkpoints and `frames` (what the undo
-/// frames cost) are equal; a repeated id is refused; rewinding both to the oldest retained
-/// checkpoint leaves them equal.
+/// `one.apply_checkpointed`, through `two.apply` then `two.checkpoint`, and through
+/// `three.prepare_checkpointed` then `three.publish`, under `max_checkpoints`: after each block
+/// the roots, checkpoints and `frames` (what the undo frames cost) are equal; a repeated id is
+/// refused; rewinding all three to the oldest retained checkpoint leaves them equal.
 pub fn check_apply_checkpointed<S, F>(
     one: &mut crate::engine::Tree<MixHasher, S>,
     two: &mut crate::engine::Tree<MixHasher, S>,
+    three: &mut crate::engine::Tree<MixHasher, S>,
     max_checkpoints: usize,
     frames: impl Fn(&crate::engine::Tree<MixHasher, S>) -> F,
 ) where
@@ -210,6 +211,7 @@ pub fn check_apply_checkpointed<S, F>(
     };
     one.set_history_config(config).expect("settings");
     two.set_history_config(config).expect("settings");
+    three.set_history_config(config).expect("settings");
     for block in 1..=8u64 {
         let make = |next: u64| {
             let mut batch = UpdateBatch::<MixHasher>::new();
@@ -224,9 +226,15 @@ pub fn check_apply_checkpointed<S, F>(
             .expect("block and checkpoint");
         two.apply(make(two.next_index())).expect("block");
         two.checkpoint(block).expect("checkpoint");
-        assert_eq!(one.root(), two.root());
-        assert_eq!(one.checkpoints().ok(), two.checkpoints().ok());
-        assert_eq!(frames(one), frames(two), "max {max_checkpoints}");
+        let prepared = three
+            .prepare_checkpointed(make(three.next_index()), block)
+            .expect("prepare");
+        three.publish(prepared).expect("publish");
+        for other in [&*two, &*three] {
+            assert_eq!(one.root(), other.root());
+            assert_eq!(one.checkpoints().ok(), other.checkpoints().ok());
+            assert_eq!(frames(one), frames(other), "max {max_checkpoints}");
+        }
     }
     let repeated = one.apply_checkpointed(UpdateBatch::new(), 8);
     assert!(matches!(
@@ -235,11 +243,13 @@ pub fn check_apply_checkpointed<S, F>(
     ));
     let oldest = one.checkpoints().expect("checkpoints")[0].id;
     one.rewind_to(oldest).expect("rewind");
-    two.rewind_to(oldest).expect("rewind");
-    assert_eq!(one.root(), two.root());
-    assert_eq!(one.metadata().ok(), two.metadata().ok());
-    assert_eq!(
-        one.empty_leaves_indices().ok(),
-        two.empty_leaves_indices().ok()
-    );
+    for other in [&mut *two, &mut *three] {
+        other.rewind_to(oldest).expect("rewind");
+        assert_eq!(one.root(), other.root());
+        assert_eq!(one.metadata().ok(), other.metadata().ok());
+        assert_eq!(
+            one.empty_leaves_indices().ok(),
+            other.empty_leaves_indices().ok()
+        );
+    }
 }
