@@ -73,8 +73,7 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
         checkpoint: Option<u64>,
     ) -> Result<(), S::Error> {
         let prepared = batch.validate(self.depth, self.next_index)?;
-        let record_into = self.checkpoints.latest().map(|c| c.id);
-        let in_place = match self.store.write_in_place(record_into) {
+        let in_place = match self.store.write_in_place(self.open_frame()) {
             Some(mut nodes) => {
                 apply_writes::<H, _>(&mut *nodes, self.depth, prepared.writes(), &self.config)?;
                 true
@@ -139,7 +138,7 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
             deleted,
             next_index: (next_index != self.next_index).then_some(next_index),
             metadata: metadata.clone(),
-            record_into: self.checkpoints.latest().map(|c| c.id),
+            record_into: self.open_frame(),
             ..Change::default()
         };
         let checkpoints = match checkpoint {
@@ -193,6 +192,11 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
     pub(super) fn commit(&mut self, staged: S::Staged) -> Result<(), S::Error> {
         self.generation += 1;
         self.store.commit(staged)
+    }
+
+    /// The frame an apply records into: the newest checkpoint's, if any.
+    fn open_frame(&self) -> Option<u64> {
+        self.checkpoints.latest().map(|c| c.id)
     }
 
     /// Stages and commits `change` (history settings and checkpoints).
