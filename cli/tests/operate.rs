@@ -9,6 +9,7 @@ mod common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,7 @@ use chain_harness::workload::{Sent, Workload};
 use chain_harness::LocalChain;
 use common::{get_json, http, signal, spawn_server, verdict_names, wait_exit, KillOnDrop};
 use follower::{BlockMeta, ChainClient, RetryConfig};
+use integration_tests::proxy::FaultProxy;
 use tree_core::{History, MerkleTree};
 use tree_engines::{DbConfig, DbTree};
 
@@ -35,8 +37,8 @@ async fn chain_with_blocks(blocks: usize, seed: u64) -> (Arc<LocalChain>, Addres
     (chain, contract, client)
 }
 
-/// A config file that makes a replay slow (one block per `eth_getLogs`, a root check each), so
-/// a test can watch and interrupt a sync.
+/// A config file that makes a replay take many calls (one block per `eth_getLogs`, a root
+/// check each), so that behind [`SlowSync`]'s latency a test can watch and interrupt a sync.
 fn slow_replay_config(dir: &Path) -> String {
     let file = dir.join("canopy.toml");
     std::fs::write(
@@ -62,11 +64,17 @@ shutdown_timeout_ms = 15000
     file.to_str().unwrap().to_owned()
 }
 
-/// A node with `blocks` blocks and a follower set up to replay them slowly into `db`.
+/// Each call the follower makes waits this long in [`SlowSync`]'s proxy: a sync of 100 blocks
+/// (two calls or more a block) then lasts seconds on any machine, not a race with the test.
+const SLOW_NODE_LATENCY_MS: u64 = 20;
+
+/// A node with `blocks` blocks and a follower set up to replay them slowly into `db`, through
+/// a proxy that holds every call [`SLOW_NODE_LATENCY_MS`].
 struct SlowSync {
     chain: Arc<LocalChain>,
     contract: Address,
     client: ChainClient,
+    proxy: FaultProxy,
     dir: tempfile::TempDir,
     db: std::path::PathBuf,
     config: String,
@@ -75,6 +83,8 @@ struct SlowSync {
 impl SlowSync {
     async fn new(blocks: usize, seed: u64) -> Self {
         let (chain, contract, client) = chain_with_blocks(blocks, seed).await;
+        let proxy = FaultProxy::start(chain.url(), seed).await;
+        proxy.mode.lock().latency_ms = SLOW_NODE_LATENCY_MS;
         let dir = tempfile::tempdir().unwrap();
         let config = slow_replay_config(dir.path());
         let db = dir.path().join("db");
@@ -82,9 +92,29 @@ impl SlowSync {
             chain,
             contract,
             client,
+            proxy,
             dir,
             db,
             config,
+        }
+    }
+
+    /// Calls the proxy has answered so far.
+    fn calls(&self) -> u64 {
+        self.proxy.counts.forwarded.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the proxy has answered `more` calls beyond the `calls()` seen before.
+    async fn until_calls(&self, more: u64) {
+        let target = self.calls() + more;
+        let started = Instant::now();
+        while self.calls() < target {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the follower made {} calls of {target}",
+                self.calls()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 
@@ -95,7 +125,7 @@ impl SlowSync {
             "--config",
             &self.config,
             "--rpc",
-            self.chain.url().as_str(),
+            self.proxy.url.as_str(),
             "--contract",
             &self.contract.to_string(),
             "--db",
@@ -361,14 +391,21 @@ async fn sigterm_during_a_sync_stops_cleanly_and_the_restart_resumes() {
     };
     let head = chain.block_number().await.unwrap();
 
+    // Signalled once the replay is well under way: 30 calls answered is some blocks applied,
+    // and at least 150 more are to come, each held by the proxy.
     let mut child = KillOnDrop(follow(&[]));
-    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    sync.until_calls(30).await;
     signal(&child.0, "TERM");
     let stopped_at = Instant::now();
-    let status = wait_exit(&mut child.0, Duration::from_secs(20)).expect("no exit after SIGTERM");
+    let status = blocking(move || wait_exit(&mut child.0, Duration::from_secs(20)))
+        .await
+        .expect("no exit after SIGTERM");
     assert!(status.success(), "{status}");
-    println!("stopped {:?} after SIGTERM", stopped_at.elapsed());
     let (block, matches) = last_block_matches(db, client).await;
+    println!(
+        "stopped {:?} after SIGTERM at block {block} of {head}",
+        stopped_at.elapsed()
+    );
     assert!(
         block < head,
         "the sync had already finished: not a mid-sync stop"
@@ -379,12 +416,12 @@ async fn sigterm_during_a_sync_stops_cleanly_and_the_restart_resumes() {
         (tree.commits(), tree.checkpoints().unwrap().len() as u64)
     };
 
-    // The restart continues from there: each further commit is one new checkpoint.
-    let out = Command::new(env!("CARGO_BIN_EXE_canopy"))
-        .args(sync.args(&["--once"]))
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
+    // The restart continues from there: each further commit is one new checkpoint. No need to
+    // be slow now.
+    sync.proxy.mode.lock().latency_ms = 0;
+    let mut once = Command::new(env!("CARGO_BIN_EXE_canopy"));
+    once.args(sync.args(&["--once"])).env("RUST_LOG", "warn");
+    let out = blocking(move || once.output()).await.unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -410,11 +447,14 @@ async fn sigterm_during_a_sync_stops_cleanly_and_the_restart_resumes() {
     for _ in 0..30 {
         workload.block(chain, contract, &mut sent).await.unwrap();
     }
+    sync.proxy.mode.lock().latency_ms = SLOW_NODE_LATENCY_MS;
     let mut child = KillOnDrop(follow(&[]));
-    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    sync.until_calls(10).await;
     signal(&child.0, "INT");
     signal(&child.0, "INT");
-    let status = wait_exit(&mut child.0, Duration::from_secs(5)).expect("no exit after 2 signals");
+    let status = blocking(move || wait_exit(&mut child.0, Duration::from_secs(5)))
+        .await
+        .expect("no exit after 2 signals");
     assert!(matches!(status.code(), Some(0 | 130)), "{status}");
     let (_, matches) = last_block_matches(db, client).await;
     assert!(matches);

@@ -1,6 +1,7 @@
 //! A JSON-RPC proxy on loopback between a follower and a node that injects faults (dropped
-//! connections, delays, HTTP 500 and 429, truncated bodies) or tampers with `eth_getLogs`
-//! answers, for the follower's fault and bad-data tests.
+//! connections, delays, HTTP 500 and 429, truncated bodies), tampers with `eth_getLogs`
+//! answers, or holds every request as a distant node would, for the follower's fault, bad-data
+//! and shutdown tests.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -36,6 +37,9 @@ pub struct Mode {
     pub fault_rate: f64,
     /// Damage to `eth_getLogs` answers.
     pub tamper: Option<Tamper>,
+    /// Every request is held this long before it is forwarded: a node far away, so that a
+    /// sync lasts long enough to be interrupted whatever the machine's speed.
+    pub latency_ms: u64,
 }
 
 /// Counts of what the proxy did.
@@ -67,11 +71,15 @@ impl Drop for FaultProxy {
 }
 
 impl FaultProxy {
-    /// Starts a proxy to the node at `upstream` (`host:port`).
+    /// Starts a proxy to the node at `node` (`http://host:port`).
     ///
     /// # Panics
-    /// When it cannot bind loopback (a test's setup).
-    pub async fn start(upstream: String, seed: u64) -> Self {
+    /// When it cannot bind loopback or `node` has no host and port (a test's setup).
+    pub async fn start(node: &url::Url, seed: u64) -> Self {
+        let upstream = match (node.host_str(), node.port_or_known_default()) {
+            (Some(host), Some(port)) => format!("{host}:{port}"),
+            _ => panic!("{node} has no host and port"),
+        };
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .unwrap_or_else(|e| panic!("{e}"));
@@ -168,6 +176,9 @@ async fn serve(
     rng: &Mutex<StdRng>,
 ) -> std::io::Result<()> {
     let request = read_request(&mut stream).await?;
+    if mode.latency_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(mode.latency_ms)).await;
+    }
     let (faulty, kind, delay) = {
         let mut rng = rng.lock();
         (

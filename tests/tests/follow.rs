@@ -30,10 +30,6 @@ async fn chain_with_contract(rate_commitment: bool) -> (LocalChain, alloy::primi
     (chain, contract)
 }
 
-fn host_port(url: &url::Url) -> String {
-    format!("{}:{}", url.host_str().unwrap(), url.port().unwrap())
-}
-
 fn blocks() -> u64 {
     std::env::var("CANOPY_CHAIN_BLOCKS")
         .ok()
@@ -251,7 +247,7 @@ async fn a_database_refuses_another_contract() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rpc_faults_are_retried_and_the_follower_converges() {
     let (chain, contract) = chain_with_contract(false).await;
-    let proxy = FaultProxy::start(host_port(chain.url()), 5).await;
+    let proxy = FaultProxy::start(chain.url(), 5).await;
     proxy.mode.lock().fault_rate = 0.3;
     let mut follower = temp_follower(&proxy.url, contract, config(SyncMode::Replay));
     let mut workload = Workload::new(8);
@@ -296,7 +292,7 @@ async fn rpc_faults_are_retried_and_the_follower_converges() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_log_data_is_a_typed_error_and_applies_nothing() {
     let (chain, contract) = chain_with_contract(false).await;
-    let proxy = FaultProxy::start(host_port(chain.url()), 1).await;
+    let proxy = FaultProxy::start(chain.url(), 1).await;
     let mut follower = temp_follower(&proxy.url, contract, config(SyncMode::Replay));
     let mut workload = Workload::new(4);
     workload.empty_block = 0.0;
