@@ -144,25 +144,41 @@ impl<H: Hasher, N: MemNodes<H>> NodeLevels<H> for Recorder<'_, H, N> {
         indices: &[u64],
         values: &[Digest<H>],
     ) -> Result<(), TreeError> {
-        record_nodes(self.frame.as_deref_mut(), &*self.nodes, level, indices);
-        self.nodes.write_level(level, indices, values);
+        write_recorded(
+            self.frame.as_deref_mut(),
+            self.nodes,
+            level,
+            indices,
+            values,
+        );
         Ok(())
     }
 }
 
-/// Records into `frame` the current value of each node of `level` at `indices` that it does not
-/// hold yet: the one rule both write paths keep.
-fn record_nodes<H: Hasher, N: MemNodes<H>>(
+/// Writes `values` at `(level, indices)`, first recording into `frame` the current value of
+/// each node it does not hold yet: the one rule both write paths (in place and committed) keep.
+fn write_recorded<H: Hasher, N: MemNodes<H>>(
     frame: Option<&mut Frame<H>>,
-    nodes: &N,
+    nodes: &mut N,
     level: u8,
     indices: &[u64],
+    values: &[Digest<H>],
 ) {
     if let Some(frame) = frame {
         for &index in indices {
             let addr = NodeAddr { level, index };
             frame.nodes.entry(addr).or_insert_with(|| nodes.get(addr));
         }
+    }
+    nodes.write_level(level, indices, values);
+}
+
+/// Sets or clears leaf `index`'s deleted flag.
+fn set_deleted(deleted: &mut BTreeSet<u64>, index: u64, set: bool) {
+    if set {
+        deleted.insert(index);
+    } else {
+        deleted.remove(&index);
     }
 }
 
@@ -209,8 +225,7 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
         } = self;
         let mut frame = change.record_into.and(frames.last_mut());
         for (level, (indices, values)) in (0u8..).zip(&change.nodes) {
-            record_nodes(frame.as_deref_mut(), &*nodes, level, indices);
-            nodes.write_level(level, indices, values);
+            write_recorded(frame.as_deref_mut(), nodes, level, indices, values);
         }
         for &(index, set) in &change.deleted {
             if let Some(frame) = frame.as_deref_mut() {
@@ -219,11 +234,7 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
                     .entry(index)
                     .or_insert_with(|| deleted.contains(&index));
             }
-            if set {
-                deleted.insert(index);
-            } else {
-                deleted.remove(&index);
-            }
+            set_deleted(deleted, index, set);
         }
         if change.added.is_some() {
             frames.push(Frame::default());
@@ -272,11 +283,7 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
             self.nodes.write_level(level[0].0.level, &indices, &values);
         }
         for (index, was_deleted) in restore.deleted {
-            if was_deleted {
-                self.deleted.insert(index);
-            } else {
-                self.deleted.remove(&index);
-            }
+            set_deleted(&mut self.deleted, index, was_deleted);
         }
         // `to` keeps its (now empty) frame; the later ones go with their checkpoints.
         let keep = self.frames.len().saturating_sub(consumed.len()) + 1;

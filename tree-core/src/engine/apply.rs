@@ -141,21 +141,15 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
             record_into: self.open_frame(),
             ..Change::default()
         };
-        let checkpoints = match checkpoint {
-            Some(id) if self.history.max_checkpoints > 0 => {
-                let info = CheckpointInfo {
-                    id,
-                    root,
-                    next_index,
-                    metadata: metadata.clone().unwrap_or_else(|| self.metadata.clone()),
-                };
-                let mut list = self.checkpoints.clone();
-                change.removed = list.push(info.clone(), self.history.max_checkpoints);
-                change.added = Some(info);
-                Some(list)
-            }
-            _ => None,
-        };
+        let checkpoints = checkpoint.and_then(|id| {
+            let info = CheckpointInfo {
+                id,
+                root,
+                next_index,
+                metadata: metadata.clone().unwrap_or_else(|| self.metadata.clone()),
+            };
+            self.add_checkpoint(&mut change, info)
+        });
         Ok(PreparedApply {
             staged: self.store.stage(reader, change)?,
             root,
@@ -192,6 +186,24 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
     pub(super) fn commit(&mut self, staged: S::Staged) -> Result<(), S::Error> {
         self.generation += 1;
         self.store.commit(staged)
+    }
+
+    /// Makes `change` record checkpoint `info` (with an empty frame) and prune the oldest
+    /// checkpoints past `max_checkpoints`; returns the checkpoint list after it. `None`, and
+    /// `change` untouched, when history is off. The one rule for an apply's checkpoint and
+    /// for [`History::checkpoint`](crate::History::checkpoint).
+    pub(super) fn add_checkpoint(
+        &self,
+        change: &mut Change<H>,
+        info: CheckpointInfo<Digest<H>>,
+    ) -> Option<CheckpointList<Digest<H>>> {
+        if self.history.max_checkpoints == 0 {
+            return None;
+        }
+        let mut list = self.checkpoints.clone();
+        change.removed = list.push(info.clone(), self.history.max_checkpoints);
+        change.added = Some(info);
+        Some(list)
     }
 
     /// The frame an apply records into: the newest checkpoint's, if any.

@@ -5,22 +5,21 @@ use hasher::{Digest, Hasher};
 
 use super::store::{Change, TreeStore};
 use super::Tree;
-use crate::history::{value_at, CheckpointList, Checkpoints, FrameRef, History};
+use crate::history::{value_at, Checkpoints, FrameRef, History};
 use crate::{CheckpointInfo, HistoryConfig, MerkleProof, MerkleTree, NodeAddr};
 
-impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
-    /// One commit: the settings, the checkpoint `added` (with an empty frame), and the removal
-    /// of the checkpoints `removed` with their frames; then the tree's view.
-    fn commit_history(
-        &mut self,
-        config: HistoryConfig,
-        added: Option<CheckpointInfo<Digest<H>>>,
-        removed: Vec<u64>,
-        list: CheckpointList<Digest<H>>,
-    ) -> Result<(), S::Error> {
+impl<H: Hasher, S: TreeStore<H>> History for Tree<H, S> {
+    fn history_config(&self) -> HistoryConfig {
+        self.history
+    }
+
+    /// One commit: the settings and the removal of the checkpoints they no longer retain,
+    /// with their frames.
+    fn set_history_config(&mut self, config: HistoryConfig) -> Result<(), S::Error> {
+        let mut list = self.checkpoints.clone();
+        let removed = list.prune(config.max_checkpoints);
         self.commit_change(Change {
             history: Some(config),
-            added,
             removed,
             ..Change::default()
         })?;
@@ -28,33 +27,27 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
         self.checkpoints = list;
         Ok(())
     }
-}
 
-impl<H: Hasher, S: TreeStore<H>> History for Tree<H, S> {
-    fn history_config(&self) -> HistoryConfig {
-        self.history
-    }
-
-    fn set_history_config(&mut self, config: HistoryConfig) -> Result<(), S::Error> {
-        let mut list = self.checkpoints.clone();
-        let pruned = list.prune(config.max_checkpoints);
-        self.commit_history(config, None, pruned, list)
-    }
-
+    /// One commit: the checkpoint (with an empty frame), the pruning it causes, and the
+    /// settings.
     fn checkpoint(&mut self, id: u64) -> Result<(), S::Error> {
         self.checkpoints.check_new(id)?;
-        if self.history.max_checkpoints == 0 {
-            return Ok(());
-        }
-        let mut list = self.checkpoints.clone();
         let info = CheckpointInfo {
             id,
             root: self.root,
             next_index: self.next_index,
             metadata: self.metadata.clone(),
         };
-        let pruned = list.push(info.clone(), self.history.max_checkpoints);
-        self.commit_history(self.history, Some(info), pruned, list)
+        let mut change = Change {
+            history: Some(self.history),
+            ..Change::default()
+        };
+        let Some(list) = self.add_checkpoint(&mut change, info) else {
+            return Ok(());
+        };
+        self.commit_change(change)?;
+        self.checkpoints = list;
+        Ok(())
     }
 
     /// Gathers the records of the frames from `id`'s on (oldest first, so each entry keeps its

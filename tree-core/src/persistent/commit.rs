@@ -7,8 +7,8 @@ use hasher::{Digest, DigestCodec};
 
 use super::layout::{
     self, checkpoint_key, chunk_key, deleted_key, encode_checkpoint, encode_chunk, encode_history,
-    encode_undo, parse_deleted_key, undo_key, ChunkAddr, CHUNK_BITS, COMMITS_KEY, DELETED_PREFIX,
-    HISTORY_KEY, METADATA_KEY, NEXT_INDEX_KEY,
+    encode_undo, parse_deleted_key, undo_key, ChunkAddr, COMMITS_KEY, DELETED_PREFIX, HISTORY_KEY,
+    METADATA_KEY, NEXT_INDEX_KEY,
 };
 use super::open::stored_commits;
 use super::reader::KvReader;
@@ -58,21 +58,17 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         let mut changed = Vec::new();
         for (level, (indices, values)) in (0u8..).zip(nodes) {
             let empty = self.empty.at(level);
-            let mut i = 0;
-            while i < indices.len() {
-                let (chunk, _) = ChunkAddr::of(NodeAddr {
-                    level,
-                    index: indices[i],
-                });
+            let at = |index| ChunkAddr::of(NodeAddr { level, index });
+            let mut offset = 0;
+            // Indices increase, so each chunk's nodes are one run.
+            for run in indices.chunk_by(|&a, &b| at(a).0 == at(b).0) {
+                let run_values = &values[offset..offset + run.len()];
+                offset += run.len();
+                let (chunk, _) = at(run[0]);
                 let old = reader.stored_chunk(chunk)?;
                 let mut new = old.clone();
-                while i < indices.len() && indices[i] >> CHUNK_BITS == chunk.chunk {
-                    let (_, slot) = ChunkAddr::of(NodeAddr {
-                        level,
-                        index: indices[i],
-                    });
-                    new[slot] = values[i];
-                    i += 1;
+                for (&index, &value) in run.iter().zip(run_values) {
+                    new[at(index).1] = value;
                 }
                 if new == old {
                     continue;
