@@ -11,7 +11,8 @@ const input = {
   sources: { "TestMembership.sol": { content: source } },
   settings: {
     optimizer: { enabled: true, runs: 200 },
-    evmVersion: "cancun",
+    // shanghai, not cancun: ganache 7.9.2 (the second node kind of the tests) runs up to it.
+    evmVersion: "shanghai",
     outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.bytecode.linkReferences"] } },
   },
 };

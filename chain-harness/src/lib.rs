@@ -18,4 +18,4 @@ pub mod calls;
 mod node;
 pub mod workload;
 
-pub use node::{HarnessError, LocalChain};
+pub use node::{HarnessError, LocalChain, NodeKind};

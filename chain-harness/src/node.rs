@@ -1,4 +1,5 @@
-//! Starting, driving and stopping the hardhat node.
+//! Starting, driving and stopping a local node: hardhat's, or ganache's (a second kind, which
+//! lacks EIP-1898 block-hash parameters).
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -30,7 +31,17 @@ fn rpc<E: std::fmt::Display>(e: E) -> HarnessError {
     HarnessError::Rpc(e.to_string())
 }
 
-/// A running hardhat node on 127.0.0.1; killed when dropped.
+/// Which node program runs the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    /// `hardhat node` (chain id 31337): the default.
+    Hardhat,
+    /// ganache 7.9.2 (chain id 1337, instant mining): refuses EIP-1898 `{blockHash}`
+    /// parameters of `eth_call` with `-32700`.
+    Ganache,
+}
+
+/// A running local node on 127.0.0.1; killed when dropped.
 pub struct LocalChain {
     child: Child,
     url: url::Url,
@@ -71,10 +82,18 @@ impl LocalChain {
     /// # Errors
     /// Installation or start-up failed.
     pub async fn start() -> Result<Self, HarnessError> {
+        Self::start_kind(NodeKind::Hardhat).await
+    }
+
+    /// Installs if needed and starts a node of `kind` on a free loopback port.
+    ///
+    /// # Errors
+    /// Installation or start-up failed.
+    pub async fn start_kind(kind: NodeKind) -> Result<Self, HarnessError> {
         Self::install()?;
         let mut last = String::new();
         for _ in 0..3 {
-            match Self::start_once().await {
+            match Self::start_once(kind).await {
                 Ok(chain) => return Ok(chain),
                 Err(e) => last = e.to_string(),
             }
@@ -82,7 +101,7 @@ impl LocalChain {
         Err(HarnessError::Start(last))
     }
 
-    async fn start_once() -> Result<Self, HarnessError> {
+    async fn start_once(kind: NodeKind) -> Result<Self, HarnessError> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| HarnessError::Start(e.to_string()))?
@@ -103,15 +122,23 @@ impl LocalChain {
         let provider = RootProvider::new_http(url.clone());
         // From the spawn on, nothing may return before `Self` owns the child (its drop kills it).
         let dir = Self::node_dir();
-        let child = Command::new("node")
-            .arg(dir.join("node_modules/hardhat/internal/cli/cli.js"))
-            .args([
-                "node",
-                "--hostname",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-            ])
+        let port_arg = port.to_string();
+        let mut command = Command::new("node");
+        match kind {
+            NodeKind::Hardhat => command
+                .arg(dir.join("node_modules/hardhat/internal/cli/cli.js"))
+                .args(["node", "--hostname", "127.0.0.1", "--port", &port_arg]),
+            NodeKind::Ganache => command
+                .arg(dir.join("node_modules/ganache/dist/node/cli.js"))
+                .args(["--server.host", "127.0.0.1", "--server.port", &port_arg])
+                .args(["--miner.blockGasLimit", "1000000000", "--logging.quiet"])
+                .args([
+                    "--chain.allowUnlimitedContractSize",
+                    "--wallet.totalAccounts",
+                    "4",
+                ]),
+        };
+        let child = command
             .current_dir(&dir)
             .env("HARDHAT_DISABLE_TELEMETRY_PROMPT", "true")
             .stdin(Stdio::null())

@@ -17,8 +17,13 @@ use crate::CliError;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CanopyConfig {
-    /// JSON-RPC URL of the Ethereum node (`follow`).
-    pub rpc: Option<String>,
+    /// JSON-RPC URLs of the Ethereum node(s) (`follow`): one, or several providers of one chain
+    /// that reads fail over between (a string or a list).
+    #[serde(deserialize_with = "one_or_many")]
+    pub rpc: Vec<String>,
+    /// How many providers must agree on each block's hash and the contract's root before it is
+    /// committed (1 to the number of providers).
+    pub quorum: usize,
     /// Address of the membership contract (`follow`).
     pub contract: Option<String>,
     /// Database directory.
@@ -37,7 +42,8 @@ pub struct CanopyConfig {
 impl Default for CanopyConfig {
     fn default() -> Self {
         Self {
-            rpc: None,
+            rpc: Vec::new(),
+            quorum: 1,
             contract: None,
             db: PathBuf::from("canopy-db"),
             listen: None,
@@ -56,6 +62,8 @@ pub struct LogConfig {
     pub format: LogFormat,
     /// Seconds between the info-level summary lines of `follow` (blocks, members, rate).
     pub summary_interval_secs: u64,
+    /// ANSI colours in text logs: `auto` (only when stderr is a terminal), `always`, `never`.
+    pub color: ColorChoice,
 }
 
 impl Default for LogConfig {
@@ -63,6 +71,7 @@ impl Default for LogConfig {
         Self {
             format: LogFormat::Text,
             summary_interval_secs: 10,
+            color: ColorChoice::Auto,
         }
     }
 }
@@ -76,6 +85,46 @@ pub enum LogFormat {
     Text,
     /// One JSON object per line.
     Json,
+}
+
+/// When log lines carry ANSI colour escapes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ColorChoice {
+    /// Only when stderr is a terminal: files, pipes and journald get plain text.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorChoice {
+    /// Whether to colour lines written to stderr.
+    #[must_use]
+    pub fn enabled(self) -> bool {
+        use std::io::IsTerminal;
+        match self {
+            Self::Auto => std::io::stderr().is_terminal(),
+            Self::Always => true,
+            Self::Never => false,
+        }
+    }
+}
+
+/// One URL or a list of them (`rpc = "http://…"` or `rpc = ["http://…", "https://…"]`).
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(url) => vec![url],
+        OneOrMany::Many(urls) => urls,
+    })
 }
 
 /// Limits and health rules of the HTTP API: what a public endpoint needs.

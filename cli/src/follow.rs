@@ -18,13 +18,14 @@ use crate::shutdown::Shutdown;
 use crate::status::SyncStatus;
 use crate::{CliError, Output};
 
-/// Runs the follower (and the server with `listen`) until a signal, or until caught up with
-/// `once`.
+/// Runs the follower (and the server with `listen`) until a signal, or with `once` (a
+/// deadline) until caught up.
 ///
 /// # Errors
 /// Missing or bad settings, a database of another chain, contract or depth, a deep reorg, bad
-/// chain data.
-pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
+/// chain data; with `once`, [`CliError::Deadline`] and [`CliError::Interrupted`] when it
+/// stopped before the target.
+pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliError> {
     // With a server, /metrics exports the follower's metrics (recorded through the facade).
     let metrics = config
         .listen
@@ -37,17 +38,21 @@ pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
             key.to_uppercase()
         ))
     };
-    let rpc = config
-        .rpc
-        .as_deref()
-        .ok_or_else(|| missing("rpc", "--rpc"))?;
+    if config.rpc.is_empty() {
+        return Err(missing("rpc", "--rpc"));
+    }
     let contract = config
         .contract
         .as_deref()
         .ok_or_else(|| missing("contract", "--contract"))?;
-    let url: url::Url = rpc
-        .parse()
-        .map_err(|e| CliError::Config(format!("rpc {rpc:?}: {e}")))?;
+    let urls = config
+        .rpc
+        .iter()
+        .map(|rpc| {
+            rpc.parse::<url::Url>()
+                .map_err(|e| CliError::Config(format!("rpc {rpc:?}: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let contract: alloy::primitives::Address = contract
         .parse()
         .map_err(|e| CliError::Config(format!("contract {contract:?}: {e}")))?;
@@ -60,10 +65,12 @@ pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
         other => other?,
     };
     let shared = Arc::new(SharedDbTree::new(tree));
-    let client = ChainClient::new(url, contract, follower_config.retry).map_err(CliError::from)?;
+    let retry = follower_config.retry;
+    let client = ChainClient::with_providers(urls, contract, retry, config.quorum)
+        .map_err(CliError::from)?;
+    let status = Arc::new(SyncStatus::following(client.clone()));
     let mut follower =
         Follower::new(client, follower_config, shared.clone()).map_err(CliError::from)?;
-    let status = Arc::new(SyncStatus::following());
     let runtime = crate::serve::runtime(&config.db)?;
     let summary_every = Duration::from_secs(config.log.summary_interval_secs.max(1));
     let human_progress = config.log.format == crate::config::LogFormat::Text;
@@ -92,37 +99,61 @@ pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
             }
             Err(e) => status.failed(&e.to_string()),
         };
-        let outcome = if once {
-            let stop = shutdown.clone();
-            loop {
-                if stop.is_asked() {
-                    break Ok(());
-                }
-                let step = tokio::select! {
-                    step = follower.step() => step,
-                    () = stop.clone().wait() => break Ok(()),
-                };
-                match step {
-                    Ok(outcome) => {
-                        on_step(Ok(&outcome));
-                        if outcome.caught_up {
-                            break Ok(());
+        let outcome = match once {
+            Some(deadline) => {
+                let mut target = None;
+                let mut last_error = String::from("none");
+                let ended = {
+                    let until_target = async {
+                        let mut backoff = Duration::from_millis(retry.initial_backoff_ms.max(1));
+                        loop {
+                            match follower.step().await {
+                                Ok(outcome) => {
+                                    on_step(Ok(&outcome));
+                                    target = Some(outcome.target);
+                                    if outcome.caught_up {
+                                        return Ok(());
+                                    }
+                                }
+                                // Transient (the node down, a reorg under way): retried until
+                                // the deadline, like `run` does without one.
+                                Err(e) if e.is_transient() => {
+                                    on_step(Err(&e));
+                                    last_error = e.to_string();
+                                    tokio::time::sleep(backoff).await;
+                                    backoff = (backoff * 2)
+                                        .min(Duration::from_millis(retry.max_backoff_ms.max(1)));
+                                }
+                                Err(e) => return Err(e),
+                            }
                         }
+                    };
+                    tokio::select! {
+                        result = until_target => OnceEnd::Finished(result),
+                        () = shutdown.clone().wait() => OnceEnd::Signal,
+                        () = tokio::time::sleep(deadline) => OnceEnd::Deadline,
                     }
-                    Err(e) => break Err(e),
+                };
+                let block = follower.last_block().ok().flatten().map(|m| m.number);
+                match ended {
+                    OnceEnd::Finished(result) => result.map_err(CliError::from),
+                    OnceEnd::Signal => Err(CliError::Interrupted { block, target }),
+                    OnceEnd::Deadline => Err(CliError::Deadline {
+                        seconds: deadline.as_secs(),
+                        block,
+                        target,
+                        last_error,
+                    }),
                 }
             }
-        } else {
-            follower
+            None => follower
                 .run(shutdown.clone().wait(), |step, _| on_step(step))
                 .await
+                .map_err(CliError::from),
         };
         status.stopping();
         report.finish();
-        outcome.map_err(|e| {
-            tracing::error!(fatal = true, "follow stopped: {e}");
-            CliError::from(e)
-        })
+        outcome.inspect_err(|e| tracing::error!(fatal = true, "follow stopped: {e}"))
     });
     // Whatever stopped the loop, what was committed is made durable before exiting.
     let flushed = shared.read(|t| t.flush()).map_err(CliError::from);
@@ -160,6 +191,16 @@ pub fn run(config: &CanopyConfig, once: bool) -> Result<Output, CliError> {
             "rpc_retries": stats.retries,
         }),
     })
+}
+
+/// How `follow --once` ended.
+enum OnceEnd {
+    /// Reached the target, or a fatal error.
+    Finished(Result<(), FollowError>),
+    /// SIGINT or SIGTERM came first.
+    Signal,
+    /// The deadline came first.
+    Deadline,
 }
 
 /// Progress of a follow: an indicatif bar for people on a terminal, and an info-level summary

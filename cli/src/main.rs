@@ -19,11 +19,12 @@ mod verify;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
-use crate::config::{CanopyConfig, LogFormat};
+use crate::config::{CanopyConfig, ColorChoice, LogFormat};
 
 /// The command line.
 #[derive(Parser, Debug)]
@@ -39,6 +40,10 @@ struct Cli {
     /// Log line format on stderr (`text` or `json`); also `log.format` in the config file.
     #[arg(long, global = true, value_enum)]
     log_format: Option<LogFormat>,
+    /// ANSI colours in text logs: auto (only when stderr is a terminal), always, never; also
+    /// `log.color` in the config file.
+    #[arg(long, global = true, value_enum)]
+    color: Option<ColorChoice>,
     #[command(subcommand)]
     command: Command,
 }
@@ -149,9 +154,14 @@ enum Command {
     /// reorgs rewound. Runs until SIGINT/SIGTERM (or, with `--once`, until caught up). Every
     /// flag can also come from `--config FILE` or a `CANOPY_*` variable.
     Follow {
-        /// JSON-RPC URL of the node (http or https).
+        /// JSON-RPC URL of the node (http or https); repeat it for several providers of one
+        /// chain (reads fail over between them).
         #[arg(long)]
-        rpc: Option<String>,
+        rpc: Vec<String>,
+        /// How many providers must agree on each block's hash and the contract's root before
+        /// the block is committed (default 1).
+        #[arg(long)]
+        quorum: Option<usize>,
         /// Address of the membership contract.
         #[arg(long)]
         contract: Option<String>,
@@ -172,9 +182,13 @@ enum Command {
         /// `/proof/{index}`, `/verify`) here while following.
         #[arg(long)]
         serve: Option<std::net::SocketAddr>,
-        /// Stop once caught up with the head.
+        /// Stop once caught up with the head: exit 0 only when the target block was reached
+        /// (3: the deadline passed first, 4: a signal came first, 1: a fatal error).
         #[arg(long)]
         once: bool,
+        /// With `--once`, give up after this many seconds (node down, too slow), exit status 3.
+        #[arg(long, default_value_t = 300)]
+        once_timeout: u64,
         /// A TOML config file (see `canopy config --print-default`).
         #[arg(long)]
         config: Option<PathBuf>,
@@ -229,6 +243,26 @@ pub enum CliError {
     /// The follower stopped on an error.
     #[error(transparent)]
     Follow(#[from] follower::FollowError),
+    /// `follow --once` passed its deadline before reaching the target block.
+    #[error("--once: {seconds} s passed at block {block:?} of target {target:?} (last error: {last_error})")]
+    Deadline {
+        /// The deadline, in seconds.
+        seconds: u64,
+        /// The last block applied.
+        block: Option<u64>,
+        /// The block it was heading for.
+        target: Option<u64>,
+        /// The last step's error, if any.
+        last_error: String,
+    },
+    /// `follow --once` was stopped by a signal before reaching the target block.
+    #[error("--once: stopped by a signal at block {block:?} before the target {target:?}")]
+    Interrupted {
+        /// The last block applied.
+        block: Option<u64>,
+        /// The block it was heading for.
+        target: Option<u64>,
+    },
     /// The index has no membership proof.
     #[error("{0}")]
     NotAMember(String),
@@ -307,6 +341,18 @@ impl From<tree_engines::DbTreeError> for CliError {
 }
 
 impl CliError {
+    /// The process exit status: 2 for usage and configuration, 3 for `--once` past its
+    /// deadline, 4 for `--once` stopped by a signal, 1 for every other error.
+    #[must_use]
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) | Self::Config(_) | Self::Follow(follower::FollowError::Config(_)) => 2,
+            Self::Deadline { .. } => 3,
+            Self::Interrupted { .. } => 4,
+            _ => 1,
+        }
+    }
+
     /// An RLN library error, kept typed as the source.
     pub fn rln(e: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Rln(Box::new(e))
@@ -322,8 +368,10 @@ pub struct Output {
 /// The flags of `follow` and `serve` as a config layer: only what was given is set.
 #[derive(Debug, Default, Serialize)]
 struct FlagLayer {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rpc: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    rpc: Option<String>,
+    quorum: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     contract: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -338,6 +386,8 @@ struct FlagLayer {
 struct LogFlags {
     #[serde(skip_serializing_if = "Option::is_none")]
     format: Option<LogFormat>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    color: Option<ColorChoice>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -351,13 +401,15 @@ struct FollowerFlags {
 }
 
 /// The daemons' configuration and the log format of every command.
-fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, LogFormat), CliError> {
+fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, config::LogConfig), CliError> {
     let log = LogFlags {
         format: cli.log_format,
+        color: cli.color,
     };
     let (file, flags) = match &cli.command {
         Command::Follow {
             rpc,
+            quorum,
             contract,
             db,
             from_block,
@@ -370,6 +422,7 @@ fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, LogFormat), CliError> {
             config,
             FlagLayer {
                 rpc: rpc.clone(),
+                quorum: *quorum,
                 contract: contract.clone(),
                 db: db.clone(),
                 listen: *serve,
@@ -399,24 +452,28 @@ fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, LogFormat), CliError> {
                 ..FlagLayer::default()
             },
         ),
-        _ => return Ok((None, cli.log_format.unwrap_or_default())),
+        _ => {
+            let log = config::LogConfig {
+                format: cli.log_format.unwrap_or_default(),
+                color: cli.color.unwrap_or_default(),
+                ..config::LogConfig::default()
+            };
+            return Ok((None, log));
+        }
     };
     let config = config::load(file.as_deref(), &flags)?;
-    let format = config.log.format;
-    Ok((Some(config), format))
+    let log = config.log.clone();
+    Ok((Some(config), log))
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let (config, log_format) = match settings(&cli) {
+    let (config, log) = match settings(&cli) {
         Ok(settings) => settings,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fail(&e),
     };
     // Retries, reorgs and progress are logged to stderr; RUST_LOG sets the level.
-    telemetry::init_logs(log_format);
+    telemetry::init_logs(log.format, log.color.enabled());
     if config.is_some() {
         for name in config::unknown_env_vars() {
             tracing::debug!(variable = %name, "not a configuration key: ignored");
@@ -448,7 +505,12 @@ fn main() -> ExitCode {
             _,
         ) => ops::import(&db, &file, expect_root.as_deref(), engine),
         (Command::Serve { events, .. }, Some(config)) => serve::run(&config, events),
-        (Command::Follow { once, .. }, Some(config)) => follow::run(&config, once),
+        (
+            Command::Follow {
+                once, once_timeout, ..
+            },
+            Some(config),
+        ) => follow::run(&config, once.then(|| Duration::from_secs(once_timeout))),
         (Command::Config { print_default, .. }, Some(config)) => Ok(if print_default {
             Output {
                 text: config::DEFAULT_TOML.trim_end().to_owned(),
@@ -493,5 +555,5 @@ fn main() -> ExitCode {
 
 fn fail(e: &CliError) -> ExitCode {
     eprintln!("error: {e}");
-    ExitCode::FAILURE
+    ExitCode::from(e.exit_code())
 }

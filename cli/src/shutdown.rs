@@ -44,12 +44,6 @@ impl Shutdown {
         Ok(Self { asked })
     }
 
-    /// Whether a stop was asked for.
-    #[must_use]
-    pub fn is_asked(&self) -> bool {
-        *self.asked.borrow()
-    }
-
     /// Waits until a stop is asked for.
     pub async fn wait(mut self) {
         // An error means the sender is gone: nobody can ask any more, so never resolve.

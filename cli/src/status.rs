@@ -11,6 +11,10 @@ use serde_json::{json, Value};
 #[derive(Debug, Default)]
 pub struct SyncStatus {
     following: bool,
+    /// The providers, for their health.
+    client: Option<follower::ChainClient>,
+    /// The last step failed (the loop retries it): the tree may not be the chain's now.
+    failing: AtomicBool,
     stepped: AtomicBool,
     stopping: AtomicBool,
     head: AtomicU64,
@@ -19,8 +23,9 @@ pub struct SyncStatus {
     last_error: Mutex<Option<String>>,
 }
 
-/// The answer of `/health`: a JSON body (`status`: `synced`, `syncing`, `starting`, `stopping`,
-/// or `serving` without a follower) and whether the replica should take traffic.
+/// The answer of `/health`: a JSON body (`status`: `synced`, `syncing`, `stalled` (the last step
+/// failed and is being retried), `starting`, `stopping`, or `serving` without a follower; and
+/// each provider's health) and whether the replica should take traffic.
 pub struct Health {
     /// Whether a load balancer should send traffic here (HTTP 200, else 503).
     pub ok: bool,
@@ -29,11 +34,13 @@ pub struct Health {
 }
 
 impl SyncStatus {
-    /// The status of a follower (health depends on its lag).
+    /// The status of a follower of `client`'s providers (health depends on its lag and on its
+    /// last step).
     #[must_use]
-    pub fn following() -> Self {
+    pub fn following(client: follower::ChainClient) -> Self {
         Self {
             following: true,
+            client: Some(client),
             ..Self::default()
         }
     }
@@ -50,12 +57,15 @@ impl SyncStatus {
         self.target.store(outcome.target, Ordering::Relaxed);
         self.applied.store(outcome.block, Ordering::Relaxed);
         self.stepped.store(true, Ordering::Release);
+        self.failing.store(false, Ordering::Release);
         *self.last_error.lock() = None;
     }
 
-    /// Records a failed step (the loop retries transient ones).
+    /// Records a failed step (the loop retries transient ones): until a step succeeds the
+    /// replica is not `synced`, since a failed step may mean the chain moved under its tree.
     pub fn failed(&self, error: &str) {
         *self.last_error.lock() = Some(error.to_owned());
+        self.failing.store(true, Ordering::Release);
     }
 
     /// Marks the process as stopping: not ready, not healthy.
@@ -84,6 +94,8 @@ impl SyncStatus {
             "stopping"
         } else if !self.stepped.load(Ordering::Acquire) {
             "starting"
+        } else if self.failing.load(Ordering::Acquire) {
+            "stalled"
         } else if behind > max_lag {
             "syncing"
         } else {
@@ -100,6 +112,8 @@ impl SyncStatus {
                 "max_lag_blocks": max_lag,
                 "next_index": members,
                 "last_error": *self.last_error.lock(),
+                "quorum": self.client.as_ref().map(follower::ChainClient::quorum),
+                "providers": self.client.as_ref().map(follower::ChainClient::providers),
             }),
         }
     }

@@ -12,12 +12,14 @@ pub const HTTP_REJECTED: &str = "canopy_http_rejected_total";
 /// Name of the database size gauge.
 pub const DB_SIZE_BYTES: &str = "canopy_db_size_bytes";
 
-/// Installs the log subscriber on stderr.
-pub fn init_logs(format: LogFormat) {
+/// Installs the log subscriber on stderr; `color` decides ANSI escapes in text lines (never in
+/// JSON ones).
+pub fn init_logs(format: LogFormat, color: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(color && format == LogFormat::Text)
         .with_env_filter(filter);
     match format {
         LogFormat::Text => builder.init(),

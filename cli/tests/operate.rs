@@ -264,7 +264,7 @@ async fn health_follows_the_sync_and_metrics_agree_with_the_chain() {
 
     // Proofs, then a scrape that agrees with the chain and with what was asked.
     let members = client
-        .next_free_index(BlockId::Number(head.into()))
+        .next_free_index(client.block(head).await.unwrap())
         .await
         .unwrap();
     let proofs = 20u64;
@@ -498,7 +498,7 @@ async fn two_replicas_serve_identical_roots_and_proofs() {
             assert_eq!(health["status"], "synced");
         }
         let members = client
-            .next_free_index(BlockId::Number(head.into()))
+            .next_free_index(client.block(head).await.unwrap())
             .await
             .unwrap();
         let theirs = client.root(BlockId::Number(head.into())).await.unwrap();
@@ -744,4 +744,96 @@ fn bad_configuration_names_the_key() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `follow --once` exits 0 only when it reached its target; otherwise a status that says why,
+/// with the reason on stderr: 3 when the node stays unreachable past `--once-timeout`, 4 when a
+/// signal comes first, 1 for a permanent error (not retried in a loop), 2 for settings that
+/// cannot work. Two providers, the first one down, still reach the head (failover). Logs to a
+/// pipe carry no ANSI escapes unless asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn follow_once_exit_statuses_say_why_it_stopped() {
+    let sync = SlowSync::new(60, 36).await;
+    let (chain, client, db) = (&sync.chain, &sync.client, &sync.db);
+    let head = chain.block_number().await.unwrap();
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let run = |args: Vec<String>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_canopy"));
+        command.args(args).env("RUST_LOG", "info");
+        async move {
+            let started = Instant::now();
+            let out = blocking(move || command.output().unwrap()).await;
+            (out, started.elapsed())
+        }
+    };
+    let stderr = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+
+    // Node down: retried until the deadline, then status 3.
+    let mut args = sync.args(&["--once", "--once-timeout", "3"]);
+    let rpc = args.iter().position(|a| a == "--rpc").unwrap() + 1;
+    args[rpc].clone_from(&dead);
+    let (out, took) = run(args).await;
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--once: 3 s passed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    assert!(!stderr(&out).contains('\u{1b}'), "ANSI escapes in a pipe");
+
+    // A signal before the target: status 4, and what was committed is the contract's.
+    let mut child = KillOnDrop(
+        Command::new(env!("CARGO_BIN_EXE_canopy"))
+            .args(sync.args(&["--once"]))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    sync.until_calls(20).await;
+    signal(&child.0, "TERM");
+    let status = blocking(move || wait_exit(&mut child.0, Duration::from_secs(20)))
+        .await
+        .expect("no exit after SIGTERM");
+    assert_eq!(status.code(), Some(4), "{status}");
+    let (block, matches) = last_block_matches(db, client).await;
+    assert!(block < head && matches, "block {block} of {head}");
+
+    // A permanent error: status 1 at once, naming the method and the node.
+    sync.proxy.mode.lock().latency_ms = 0;
+    sync.proxy.mode.lock().refuse = Some(integration_tests::proxy::Refusal::Method(
+        "eth_getLogs",
+        -32601,
+    ));
+    let refused_before = sync.proxy.counts.refused.load(Ordering::Relaxed);
+    let (out, took) = run(sync.args(&["--once"])).await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("eth_getLogs"), "{}", stderr(&out));
+    assert_eq!(
+        sync.proxy.counts.refused.load(Ordering::Relaxed) - refused_before,
+        1,
+        "a permanent error was retried"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
+    sync.proxy.mode.lock().refuse = None;
+
+    // Settings that cannot work: status 2.
+    let (out, _) = run(sync.args(&["--once", "--quorum", "2"])).await;
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("quorum"), "{}", stderr(&out));
+
+    // Two providers, the first one down: the head, status 0, colours when asked for.
+    let mut args = sync.args(&["--once", "--json", "--color", "always"]);
+    args.splice(rpc..rpc, [dead.clone(), "--rpc".to_owned()]);
+    let (out, _) = run(args).await;
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (block, matches) = last_block_matches(db, client).await;
+    assert_eq!(block, head);
+    assert!(matches);
+    assert!(stderr(&out).contains('\u{1b}'), "--color always");
+    assert!(stderr(&out).contains("failing over"), "{}", stderr(&out));
 }

@@ -8,22 +8,27 @@ use alloy::primitives::{Address, B256};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FollowError {
-    /// The node kept failing (down, timeouts, HTTP 5xx or 429, malformed responses) through every
-    /// retry.
-    #[error("{method}: the node failed {attempts} times in a row, last: {message}")]
+    /// Every provider kept failing (down, timeouts, HTTP 5xx or 429, malformed responses)
+    /// through every retry, or the providers did not reach a quorum.
+    #[error("{method}: no usable answer from {providers} after {attempts} attempts, last: {message}; check that the node is up and reachable (a follower keeps retrying)")]
     Unavailable {
         /// The JSON-RPC method.
         method: &'static str,
+        /// The providers asked.
+        providers: String,
         /// Attempts made.
         attempts: u32,
         /// The last error.
         message: String,
     },
-    /// The node answered with an error that retrying cannot fix (e.g. a reverted view call).
-    #[error("{method}: the node refused: {message}")]
+    /// A provider answered with an error that retrying cannot fix: a parse error, an invalid
+    /// request or params, a method it lacks, a revert of a view that cannot revert.
+    #[error("{method}: {provider} refused: {message}; this node cannot serve the follower as asked (is the contract address right? does the node support this call?): use another node or provider")]
     Refused {
         /// The JSON-RPC method.
         method: &'static str,
+        /// The provider that refused.
+        provider: String,
         /// The node's message.
         message: String,
     },
@@ -31,6 +36,14 @@ pub enum FollowError {
     /// its hash is no longer available): the next step checks for a reorg and reads again.
     #[error("block {block} changed while it was read (reorg in progress)")]
     ReorgInProgress {
+        /// The block.
+        block: u64,
+    },
+    /// With several providers: the logs or leaves one provider served give another root than
+    /// the one the quorum agreed on; that provider is reported and the block is read again from
+    /// another.
+    #[error("block {block}: a provider's data disagrees with the agreed root; reading it again from another provider")]
+    Disputed {
         /// The block.
         block: u64,
     },
@@ -105,6 +118,10 @@ pub enum FollowError {
         /// Members held.
         members: u64,
     },
+    /// Settings that cannot work: no provider, a quorum larger than the providers, providers of
+    /// different chains.
+    #[error("{0}")]
+    Config(String),
     /// Stored follower metadata cannot be decoded.
     #[error("stored block metadata is damaged: {0}")]
     BadMetadata(String),
@@ -122,7 +139,7 @@ impl FollowError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            Self::Unavailable { .. } | Self::ReorgInProgress { .. }
+            Self::Unavailable { .. } | Self::ReorgInProgress { .. } | Self::Disputed { .. }
         )
     }
 }

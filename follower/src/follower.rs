@@ -15,7 +15,7 @@ use tree_engines::SharedDbTree as SharedTree;
 
 use crate::block::{commit_block, last_block, BlockChanges, BlockMeta, ChainBinding};
 use crate::profile::{canonical, ContractProfile, MembershipEvent};
-use crate::rpc::{at_hash, ChainClient, RangeError, RetryConfig};
+use crate::rpc::{BlockRef, ChainClient, RangeError, RetryConfig};
 use crate::{metrics, FollowError};
 
 /// The tree a follower writes: shared, so a server can read it meanwhile.
@@ -34,14 +34,17 @@ pub enum SyncMode {
     Replay,
 }
 
-/// When the tree's root is compared with the contract's `root()`.
+/// When the tree's root is compared with the contract's `root()`. The last block of every
+/// `eth_getLogs` range is always checked, events or not: that check is what ties a range's
+/// logs to the chain the block is on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RootCheck {
-    /// After every block with events (one `eth_call` each), before it is committed.
+    /// After every block with events (one `eth_call` each) and the last block of each range,
+    /// before it is committed.
     #[default]
     EveryBlock,
-    /// After the last block with events of each `eth_getLogs` range.
+    /// After the last block of each `eth_getLogs` range only.
     EveryRange,
 }
 
@@ -169,7 +172,14 @@ pub struct Follower {
     start_after: Option<u64>,
     range: u64,
     stats: FollowStats,
+    /// Compare every retained checkpoint with the node before the next step, not only the
+    /// newest: on start (a database may hold a block the node has since disowned, below a
+    /// newer one it still has) and after a root mismatch.
+    verify_history: bool,
 }
+
+/// How often one [`Follower::step`] starts over after the chain moved under it.
+const REORG_RETRIES: u32 = 3;
 
 impl Follower {
     /// A follower of `client`'s contract into `tree`.
@@ -197,6 +207,7 @@ impl Follower {
             start_after: None,
             range,
             stats: FollowStats::default(),
+            verify_history: true,
         })
     }
 
@@ -252,7 +263,21 @@ impl Follower {
     /// [`FollowError`]; when [`FollowError::is_transient`], a later step may succeed. Nothing
     /// from a failing block is applied.
     pub async fn step(&mut self) -> Result<StepOutcome, FollowError> {
-        let result = self.step_once().await;
+        let first = self.step_once().await;
+        let mut result = self.dispute_bad_data(first);
+        // The chain moved while a range was read, or a provider's data was disowned: start over
+        // at once (the next try reconciles first), a few times, before reporting it to the
+        // caller's loop.
+        for _ in 1..REORG_RETRIES {
+            match &result {
+                Err(e @ (FollowError::ReorgInProgress { .. } | FollowError::Disputed { .. })) => {
+                    tracing::info!("{e}");
+                    let again = self.step_once().await;
+                    result = self.dispute_bad_data(again);
+                }
+                _ => break,
+            }
+        }
         match &result {
             Ok(outcome) => metrics::position(
                 outcome.head,
@@ -265,6 +290,23 @@ impl Follower {
         result
     }
 
+    /// Data that cannot be right, read from one of several providers, is that provider's fault
+    /// (it is reported and asked last), not a reason to stop: the block is read again from
+    /// another. With one provider, or a quorum of one, it stays an error.
+    fn dispute_bad_data(
+        &self,
+        result: Result<StepOutcome, FollowError>,
+    ) -> Result<StepOutcome, FollowError> {
+        match result {
+            Err(FollowError::BadData { block, reason })
+                if self.client.distrust_data_sources(&reason) =>
+            {
+                Err(FollowError::Disputed { block })
+            }
+            other => other,
+        }
+    }
+
     async fn step_once(&mut self) -> Result<StepOutcome, FollowError> {
         let binding = self.binding().await?;
         let head = self.client.head().await?;
@@ -275,6 +317,7 @@ impl Follower {
             ..StepOutcome::default()
         };
         let stored = self.last_block()?;
+        let mut anchor: Option<BlockMeta> = None;
         let after = match stored {
             None => {
                 let members = self.tree.read(MerkleTree::next_index);
@@ -325,6 +368,7 @@ impl Follower {
                 }
                 let current = self.reconcile(meta).await?;
                 outcome.rewound = meta.number - current.number;
+                anchor = Some(current);
                 current.number
             }
         };
@@ -334,7 +378,13 @@ impl Follower {
             return Ok(outcome);
         }
         let from = after + 1;
+        self.client.begin_data();
         let (to, logs) = self.fetch_logs(from, target).await?;
+        // The logs may come from another branch than the stored block's if the chain moved
+        // below it meanwhile: that block must still be the node's.
+        if let Some(meta) = anchor {
+            self.check_still_on_chain(meta).await?;
+        }
         let (committed, events) = self.apply_range(from, to, logs, binding).await?;
         outcome.first_block = from;
         outcome.block = to;
@@ -409,13 +459,23 @@ impl Follower {
         }
     }
 
-    /// Makes sure the last applied block is still on the chain; rewinds to the newest retained
-    /// checkpoint that is when it is not. Returns the block now last applied.
+    /// Makes sure the last applied block is still on the chain, and after a start or a root
+    /// mismatch every retained checkpoint too; rewinds to the newest checkpoint below the first
+    /// block the node disowns. Returns the block now last applied.
     async fn reconcile(&mut self, stored: BlockMeta) -> Result<BlockMeta, FollowError> {
-        let Some(hash) = stored.hash else {
+        if std::mem::take(&mut self.verify_history) {
+            return match self.verify_checkpoints(stored).await {
+                Err(e) => {
+                    self.verify_history = true;
+                    Err(e)
+                }
+                ok => ok,
+            };
+        }
+        let Some(stored_hash) = stored.hash else {
             return Ok(stored);
         };
-        if self.client.header(stored.number).await?.map(|h| h.0) == Some(hash) {
+        if self.on_chain(stored.number, stored_hash).await? {
             return Ok(stored);
         }
         let checkpoints = self.tree.read(|t| t.checkpoints())?;
@@ -424,27 +484,89 @@ impl Follower {
                 continue;
             };
             let Some(hash) = meta.hash else { continue };
-            if self.client.header(meta.number).await?.map(|h| h.0) == Some(hash) {
-                let id = checkpoint.id;
-                self.tree.write(|t| t.rewind_to(id))?;
-                let depth = stored.number - meta.number;
-                self.stats.reorgs += 1;
-                self.stats.max_reorg_depth = self.stats.max_reorg_depth.max(depth);
-                metrics::reorg(depth);
-                tracing::warn!(
-                    from_block = stored.number,
-                    from_hash = %hash,
-                    to_block = meta.number,
-                    depth,
-                    "reorg: rewound to the newest common checkpoint"
-                );
-                return Ok(meta);
+            if self.on_chain(meta.number, hash).await? {
+                return self.rewind_to(stored, meta, stored.number);
             }
         }
         Err(FollowError::ReorgTooDeep {
             stored_block: stored.number,
             oldest_checkpoint: checkpoints.first().map(|c| c.id),
         })
+    }
+
+    /// Compares every retained checkpoint, oldest first, with the node's hash of its block;
+    /// rewinds to the last one before the first the node disowns. A database written on a
+    /// branch that the chain left below its newest block is repaired here.
+    async fn verify_checkpoints(&mut self, stored: BlockMeta) -> Result<BlockMeta, FollowError> {
+        let checkpoints = self.tree.read(|t| t.checkpoints())?;
+        let mut metas = Vec::with_capacity(checkpoints.len() + 1);
+        for checkpoint in &checkpoints {
+            if let Some(meta) = BlockMeta::decode(&checkpoint.metadata)? {
+                metas.push(meta);
+            }
+        }
+        if metas.last() != Some(&stored) {
+            metas.push(stored);
+        }
+        let mut kept: Option<BlockMeta> = None;
+        for meta in metas {
+            let Some(hash) = meta.hash else {
+                kept = Some(meta);
+                continue;
+            };
+            if self.on_chain(meta.number, hash).await? {
+                kept = Some(meta);
+                continue;
+            }
+            return match kept {
+                Some(kept) if kept != stored => self.rewind_to(stored, kept, meta.number),
+                _ => Err(FollowError::ReorgTooDeep {
+                    stored_block: stored.number,
+                    oldest_checkpoint: checkpoints.first().map(|c| c.id),
+                }),
+            };
+        }
+        Ok(stored)
+    }
+
+    /// Whether the node's block `number` has `hash`.
+    async fn on_chain(&self, number: u64, hash: B256) -> Result<bool, FollowError> {
+        Ok(self.client.header(number).await?.map(|h| h.0) == Some(hash))
+    }
+
+    /// Rewinds from `stored` to the checkpoint of `to`, because the node disowned block
+    /// `orphaned` (at or below `stored`).
+    fn rewind_to(
+        &mut self,
+        stored: BlockMeta,
+        to: BlockMeta,
+        orphaned: u64,
+    ) -> Result<BlockMeta, FollowError> {
+        self.tree.write(|t| t.rewind_to(to.number))?;
+        let depth = stored.number - to.number;
+        self.stats.reorgs += 1;
+        self.stats.max_reorg_depth = self.stats.max_reorg_depth.max(depth);
+        metrics::reorg(depth);
+        tracing::warn!(
+            from_block = stored.number,
+            from_hash = ?stored.hash,
+            orphaned_block = orphaned,
+            to_block = to.number,
+            to_hash = ?to.hash,
+            depth,
+            "reorg: rewound to the newest common checkpoint"
+        );
+        Ok(to)
+    }
+
+    /// [`FollowError::ReorgInProgress`] unless the node still has `meta`'s block.
+    async fn check_still_on_chain(&self, meta: BlockMeta) -> Result<(), FollowError> {
+        match meta.hash {
+            Some(hash) if !self.on_chain(meta.number, hash).await? => {
+                Err(FollowError::ReorgInProgress { block: meta.number })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Logs of `from..` up to `target`, over a range that adapts to the node's limits.
@@ -467,6 +589,7 @@ impl Follower {
                 Err(RangeError::TooLarge) => {
                     return Err(FollowError::Refused {
                         method: "eth_getLogs",
+                        provider: self.client.names(),
                         message: format!("the node refuses the logs of blocks {from}..={to}"),
                     })
                 }
@@ -476,7 +599,9 @@ impl Follower {
     }
 
     /// Applies the logs of blocks `from..=to`: one commit per block with events, then one for
-    /// `to` when it had none (so the position and its hash advance).
+    /// `to` when it had none (so the position and its hash advance). `to` is committed only with
+    /// the contract's root at `to`'s hash: the check that the logs, whichever branch they were
+    /// read from, give the state of the block being committed.
     async fn apply_range(
         &mut self,
         from: u64,
@@ -517,7 +642,7 @@ impl Follower {
         for (number, logs) in blocks {
             let check = match self.config.root_check {
                 RootCheck::EveryBlock => true,
-                RootCheck::EveryRange => Some(number) == last_with_events,
+                RootCheck::EveryRange => number == to,
             };
             events += logs.len() as u64;
             self.apply_block(number, &logs, binding, check).await?;
@@ -526,12 +651,15 @@ impl Follower {
         if last_with_events != Some(to) {
             let (hash, parent) = self.header_of(to).await?;
             self.check_parent(to, parent).await?;
+            let block = BlockRef { number: to, hash };
+            let expected = self.client.root_at(block).await?;
             let meta = BlockMeta {
                 number: to,
                 hash: Some(hash),
                 binding: Some(binding),
             };
-            self.commit(meta, BlockChanges::new(), None, 0).await?;
+            self.commit(meta, BlockChanges::new(), Some(expected), 0)
+                .await?;
             committed += 1;
         }
         Ok((committed, events))
@@ -624,10 +752,10 @@ impl Follower {
         }
         self.stats.decode += decode_started.elapsed();
         // Lazy or full? The event does not say: the contract's leaf after the block does.
-        let view_at = at_hash(hash);
+        let block = BlockRef { number, hash };
         for index in erased {
             let index32 = u32::try_from(index).map_err(|_| bad(format!("index {index}")))?;
-            let value = match self.client.leaves(index32, index32, view_at).await {
+            let value = match self.client.leaves(index32, index32, block).await {
                 Ok(values) if values.len() == 1 => values[0],
                 Ok(values) => {
                     return Err(bad(format!(
@@ -655,7 +783,7 @@ impl Follower {
             }
         }
         let expected = if check_root {
-            Some(self.client.root(view_at).await?)
+            Some(self.client.root_at(block).await?)
         } else {
             None
         };
@@ -681,21 +809,89 @@ impl Follower {
     ) -> Result<Fr, FollowError> {
         let started = Instant::now();
         let tree = self.tree.clone();
-        let root =
+        let committed =
             tokio::task::spawn_blocking(move || commit_block(&tree, &meta, &changes, expected))
                 .await
-                .map_err(|e| FollowError::Internal(format!("commit task: {e}")))??;
+                .map_err(|e| FollowError::Internal(format!("commit task: {e}")))?;
+        let root = match committed {
+            Ok(root) => root,
+            Err(e) => return Err(self.explain_mismatch(meta, e.into()).await),
+        };
         self.stats.apply += started.elapsed();
         self.stats.blocks_committed += 1;
         metrics::committed(events, started.elapsed());
         Ok(root)
     }
 
+    /// A root mismatch is fatal only when nothing else explains it: first the chain is checked
+    /// for a reorg (the block, the stored one and, on the next step, every retained
+    /// checkpoint), then, with several providers, the data is read again from another one
+    /// (the providers that served it are reported).
+    async fn explain_mismatch(&mut self, block: BlockMeta, error: FollowError) -> FollowError {
+        let FollowError::RootMismatch { ours, contract, .. } = &error else {
+            return error;
+        };
+        self.verify_history = true;
+        let moved = match (block.hash, self.last_block()) {
+            (Some(hash), Ok(stored)) => {
+                let this_block = self.on_chain(block.number, hash).await;
+                let stored_block = match stored.and_then(|m| m.hash.map(|h| (m.number, h))) {
+                    Some((number, hash)) => self.on_chain(number, hash).await,
+                    None => Ok(true),
+                };
+                match (this_block, stored_block) {
+                    (Ok(a), Ok(b)) => !(a && b),
+                    (Err(e), _) | (_, Err(e)) => return e,
+                }
+            }
+            _ => false,
+        };
+        if moved {
+            return FollowError::ReorgInProgress {
+                block: block.number,
+            };
+        }
+        // Nothing moved at the tip; the next step still compares every retained checkpoint.
+        match self.verify_checkpoints_now().await {
+            Ok(true) => {
+                return FollowError::ReorgInProgress {
+                    block: block.number,
+                }
+            }
+            Ok(false) => {}
+            Err(e) => return e,
+        }
+        let what = format!(
+            "its data for block {} gives root {ours}, the contract's root() is {contract}",
+            block.number
+        );
+        if self.client.distrust_data_sources(&what) {
+            return FollowError::Disputed {
+                block: block.number,
+            };
+        }
+        error
+    }
+
+    /// Runs the full checkpoint comparison now; true when it rewound.
+    async fn verify_checkpoints_now(&mut self) -> Result<bool, FollowError> {
+        let Some(stored) = self.last_block()? else {
+            return Ok(false);
+        };
+        self.verify_history = false;
+        let current = self.verify_checkpoints(stored).await?;
+        Ok(current != stored)
+    }
+
     /// Fills an empty tree from the contract's leaves at block `pinned`, checks the root, and
     /// commits it as that block. Returns the members read.
     async fn state_sync(&mut self, pinned: u64, binding: ChainBinding) -> Result<u64, FollowError> {
         let (hash, _) = self.header_of(pinned).await?;
-        let at = at_hash(hash);
+        let at = BlockRef {
+            number: pinned,
+            hash,
+        };
+        self.client.begin_data();
         let members = self.client.next_free_index(at).await?;
         let capacity = 1u64 << self.config.profile.depth;
         if members > capacity {
@@ -744,7 +940,7 @@ impl Follower {
                 Err(RangeError::Failed(e)) => return Err(e),
             }
         }
-        let expected = self.client.root(at).await?;
+        let expected = self.client.root_at(at).await?;
         let mut changes = BlockChanges::new();
         for (index, leaf) in (0u64..).zip(&leaves) {
             changes.set(index, *leaf);

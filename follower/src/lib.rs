@@ -41,4 +41,4 @@ pub use follower::{
     LogRangeConfig, RootCheck, StepOutcome, SyncMode,
 };
 pub use profile::{ContractProfile, LeafRule, MembershipEvent};
-pub use rpc::{ChainClient, RetryConfig, RpcCounters};
+pub use rpc::{BlockRef, ChainClient, ProviderHealth, RetryConfig, RpcCounters};

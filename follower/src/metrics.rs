@@ -31,6 +31,14 @@ pub const RPC_REQUESTS: &str = "canopy_rpc_requests_total";
 pub const RPC_ERRORS: &str = "canopy_rpc_errors_total";
 /// JSON-RPC requests retried after a transient failure, by method.
 pub const RPC_RETRIES: &str = "canopy_rpc_retries_total";
+/// JSON-RPC requests per provider, by provider, method and outcome (`ok`, `error`).
+pub const PROVIDER_REQUESTS: &str = "canopy_rpc_provider_requests_total";
+/// Answer time per provider.
+pub const PROVIDER_SECONDS: &str = "canopy_rpc_provider_request_seconds";
+/// Answers of a provider that differed from the quorum's (a lying or broken provider).
+pub const PROVIDER_DISAGREEMENTS: &str = "canopy_rpc_provider_disagreements_total";
+/// Calls on which no quorum of providers agreed (the block waited).
+pub const NO_QUORUM: &str = "canopy_rpc_no_quorum_total";
 /// Follow steps that failed, by whether the loop retries them (`transient`) or stops (`fatal`).
 pub const STEP_ERRORS: &str = "canopy_follow_step_errors_total";
 
@@ -63,6 +71,16 @@ pub fn describe() {
         "JSON-RPC requests retried after a transient failure"
     );
     describe_counter!(STEP_ERRORS, "Follow steps that failed");
+    describe_counter!(
+        PROVIDER_REQUESTS,
+        "JSON-RPC requests per provider, by method and outcome"
+    );
+    describe_histogram!(PROVIDER_SECONDS, Unit::Seconds, "Answer time per provider");
+    describe_counter!(
+        PROVIDER_DISAGREEMENTS,
+        "Answers of a provider that differed from the quorum's"
+    );
+    describe_counter!(NO_QUORUM, "Calls on which no quorum of providers agreed");
 }
 
 /// Where the follower stands after a step.
@@ -110,4 +128,23 @@ pub(crate) fn rpc_retry(method: &'static str) {
 pub(crate) fn step_error(transient: bool) {
     let kind = if transient { "transient" } else { "fatal" };
     metrics::counter!(STEP_ERRORS, "kind" => kind).increment(1);
+}
+
+/// One request to `provider` answered (or failed) after `took`.
+pub(crate) fn provider_request(provider: &str, method: &'static str, took: Duration, failed: bool) {
+    let outcome = if failed { "error" } else { "ok" };
+    let provider = provider.to_owned();
+    metrics::counter!(PROVIDER_REQUESTS, "provider" => provider.clone(), "method" => method, "outcome" => outcome)
+        .increment(1);
+    metrics::histogram!(PROVIDER_SECONDS, "provider" => provider).record(took.as_secs_f64());
+}
+
+/// `provider` answered otherwise than the quorum.
+pub(crate) fn provider_disagreement(provider: &str) {
+    metrics::counter!(PROVIDER_DISAGREEMENTS, "provider" => provider.to_owned()).increment(1);
+}
+
+/// No quorum of providers agreed on an answer.
+pub(crate) fn no_quorum() {
+    metrics::counter!(NO_QUORUM).increment(1);
 }

@@ -16,13 +16,22 @@ use tree_engines::{DbConfig, DbTree, SharedDbTree};
 /// When the tree or client cannot be made (a test's setup).
 #[must_use]
 pub fn temp_follower(url: &url::Url, contract: Address, config: FollowerConfig) -> Follower {
+    let client = ChainClient::new(url.clone(), contract, config.retry)
+        .unwrap_or_else(|e| panic!("client: {e}"));
+    follower_of(client, config)
+}
+
+/// A follower through `client` (one provider or several) over a temporary database.
+///
+/// # Panics
+/// When the tree cannot be made (a test's setup).
+#[must_use]
+pub fn follower_of(client: ChainClient, config: FollowerConfig) -> Follower {
     let tree = DbTree::open(
         &DbConfig::default(),
         Depth::new(20).unwrap_or_else(|e| panic!("{e}")),
     )
     .unwrap_or_else(|e| panic!("temporary tree: {e}"));
-    let client = ChainClient::new(url.clone(), contract, config.retry)
-        .unwrap_or_else(|e| panic!("client: {e}"));
     Follower::new(client, config, Arc::new(SharedDbTree::new(tree)))
         .unwrap_or_else(|e| panic!("follower: {e}"))
 }

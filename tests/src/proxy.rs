@@ -1,7 +1,9 @@
 //! A JSON-RPC proxy on loopback between a follower and a node that injects faults (dropped
-//! connections, delays, HTTP 500 and 429, truncated bodies), tampers with `eth_getLogs`
-//! answers, or holds every request as a distant node would, for the follower's fault, bad-data
-//! and shutdown tests.
+//! connections, delays, HTTP 500 and 429, truncated bodies), tampers with answers (`eth_getLogs`
+//! logs, or — a lying provider — `root()`, block hashes, leaves), refuses a method with a
+//! permanent JSON-RPC error, holds every request as a distant node would, or holds the answers
+//! of `eth_getLogs` until released (so the chain can reorg while a range is read), for the
+//! follower's fault, bad-data, reorg-race, provider and shutdown tests.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,6 +30,23 @@ pub enum Tamper {
     NonCanonical,
     /// Another emitting address.
     OtherAddress,
+    /// A lying provider: `root()` answers another root.
+    Root,
+    /// A lying provider: every block's hash is another.
+    BlockHash,
+    /// A lying provider: the first leaf of `getRateCommitmentsInRangeBoundsInclusive` is
+    /// another.
+    Leaf,
+}
+
+/// A permanent JSON-RPC error the proxy answers instead of forwarding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Every request of this method gets this code ("method not found" is -32601).
+    Method(&'static str, i64),
+    /// `eth_call` with an EIP-1898 block object gets ganache 7.9.2's answer: `-32700 Cannot
+    /// wrap a "object" as a json-rpc type`.
+    BlockObjects,
 }
 
 /// What the proxy does to each request.
@@ -40,6 +59,10 @@ pub struct Mode {
     /// Every request is held this long before it is forwarded: a node far away, so that a
     /// sync lasts long enough to be interrupted whatever the machine's speed.
     pub latency_ms: u64,
+    /// Requests answered with a permanent error instead.
+    pub refuse: Option<Refusal>,
+    /// The proxy is down: every connection is closed unanswered.
+    pub down: bool,
 }
 
 /// Counts of what the proxy did.
@@ -51,6 +74,10 @@ pub struct Counts {
     pub faults: AtomicU64,
     /// Answers tampered with.
     pub tampered: AtomicU64,
+    /// Requests refused with a permanent error.
+    pub refused: AtomicU64,
+    /// `eth_getLogs` answers held by [`FaultProxy::hold_logs`].
+    pub held: AtomicU64,
 }
 
 /// A running proxy; stops when dropped.
@@ -61,6 +88,7 @@ pub struct FaultProxy {
     pub mode: Arc<Mutex<Mode>>,
     /// What it did.
     pub counts: Arc<Counts>,
+    hold: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -71,6 +99,32 @@ impl Drop for FaultProxy {
 }
 
 impl FaultProxy {
+    /// From now on `eth_getLogs` is forwarded at once but its answer is held (counted in
+    /// [`Counts::held`]) until [`release_logs`](Self::release_logs): the logs are the chain's as
+    /// it was when asked, and whatever the node does meanwhile comes after them.
+    pub fn hold_logs(&self) {
+        self.hold.send_replace(true);
+    }
+
+    /// Lets the held `eth_getLogs` answers go, and every later one.
+    pub fn release_logs(&self) {
+        self.hold.send_replace(false);
+    }
+
+    /// Waits until `n` `eth_getLogs` answers are held.
+    ///
+    /// # Panics
+    /// When none is within 60 s (a test's failure).
+    pub async fn until_held(&self, n: u64) {
+        for _ in 0..6000 {
+            if self.counts.held.load(Ordering::Relaxed) >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no eth_getLogs request was held within 60 s");
+    }
+
     /// Starts a proxy to the node at `node` (`http://host:port`).
     ///
     /// # Panics
@@ -90,14 +144,20 @@ impl FaultProxy {
         let mode = Arc::new(Mutex::new(Mode::default()));
         let counts = Arc::new(Counts::default());
         let rng = Arc::new(Mutex::new(StdRng::seed_from_u64(seed)));
+        let (hold, held) = tokio::sync::watch::channel(false);
         let task = {
             let (mode, counts) = (mode.clone(), counts.clone());
             tokio::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
-                    let (mode, counts, rng, upstream) =
-                        (*mode.lock(), counts.clone(), rng.clone(), upstream.clone());
+                    let (mode, counts, rng, upstream, held) = (
+                        *mode.lock(),
+                        counts.clone(),
+                        rng.clone(),
+                        upstream.clone(),
+                        held.clone(),
+                    );
                     tokio::spawn(async move {
-                        let _ = serve(stream, &upstream, mode, &counts, &rng).await;
+                        let _ = serve(stream, &upstream, mode, &counts, &rng, held).await;
                     });
                 }
             })
@@ -108,6 +168,7 @@ impl FaultProxy {
                 .unwrap_or_else(|e| panic!("{e}")),
             mode,
             counts,
+            hold,
             task,
         }
     }
@@ -174,8 +235,17 @@ async fn serve(
     mode: Mode,
     counts: &Counts,
     rng: &Mutex<StdRng>,
+    mut held: tokio::sync::watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let request = read_request(&mut stream).await?;
+    if mode.down {
+        return Ok(());
+    }
+    if let Some(answer) = mode.refuse.and_then(|r| refusal(&request, r)) {
+        counts.refused.fetch_add(1, Ordering::Relaxed);
+        let len = answer.len();
+        return reply(&mut stream, "200 OK", &answer, len).await;
+    }
     if mode.latency_ms > 0 {
         tokio::time::sleep(Duration::from_millis(mode.latency_ms)).await;
     }
@@ -202,8 +272,12 @@ async fn serve(
         }
     }
     let mut body = forward(upstream, &request).await?;
+    if *held.borrow() && method_of(&request).as_deref() == Some("eth_getLogs") {
+        counts.held.fetch_add(1, Ordering::Relaxed);
+        let _ = held.wait_for(|hold| !*hold).await;
+    }
     if let Some(tamper) = mode.tamper {
-        if let Some(changed) = tamper_logs(&request, &body, tamper) {
+        if let Some(changed) = tamper_answer(&request, &body, tamper) {
             counts.tampered.fetch_add(1, Ordering::Relaxed);
             body = changed;
         }
@@ -213,13 +287,84 @@ async fn serve(
     reply(&mut stream, "200 OK", &body, len).await
 }
 
-/// The answer with its first log damaged, when `request` is `eth_getLogs` with a log.
-fn tamper_logs(request: &[u8], body: &[u8], tamper: Tamper) -> Option<Vec<u8>> {
+fn method_of(request: &[u8]) -> Option<String> {
     let request: serde_json::Value = serde_json::from_slice(request).ok()?;
+    request["method"].as_str().map(str::to_owned)
+}
+
+/// The error answer of a refused request, if `refusal` applies to it.
+fn refusal(request: &[u8], refusal: Refusal) -> Option<Vec<u8>> {
+    let request: serde_json::Value = serde_json::from_slice(request).ok()?;
+    let (code, message) = match refusal {
+        Refusal::Method(method, code) if request["method"] == method => (
+            code,
+            format!("the method {method} does not exist/is not available"),
+        ),
+        Refusal::BlockObjects
+            if request["method"] == "eth_call" && request["params"][1].is_object() =>
+        {
+            (
+                -32700,
+                "Cannot wrap a \"object\" as a json-rpc type".to_owned(),
+            )
+        }
+        _ => return None,
+    };
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": request["id"],
+        "error": {"code": code, "message": message},
+    });
+    serde_json::to_vec(&answer).ok()
+}
+
+/// `answer` tampered with, when `tamper` applies to `request`.
+fn tamper_answer(request: &[u8], body: &[u8], tamper: Tamper) -> Option<Vec<u8>> {
+    let request: serde_json::Value = serde_json::from_slice(request).ok()?;
+    let mut answer: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let calldata = request["params"][0]["input"]
+        .as_str()
+        .or_else(|| request["params"][0]["data"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let selector = |sel: [u8; 4]| {
+        let hex: String = sel.iter().map(|b| format!("{b:02x}")).collect();
+        request["method"] == "eth_call" && calldata.starts_with(&format!("0x{hex}"))
+    };
+    use alloy::sol_types::SolCall;
+    use follower::profile::IMembershipSet as C;
+    match tamper {
+        Tamper::Root if selector(C::rootCall::SELECTOR) => {
+            answer["result"] = serde_json::json!(format!("0x{}", "0".repeat(63) + "7"));
+            return serde_json::to_vec(&answer).ok();
+        }
+        Tamper::BlockHash if request["method"] == "eth_getBlockByNumber" => {
+            let block = answer["result"].as_object_mut()?;
+            block.insert(
+                "hash".into(),
+                serde_json::json!(format!("0x{}", "ab".repeat(32))),
+            );
+            return serde_json::to_vec(&answer).ok();
+        }
+        Tamper::Leaf if selector(C::getRateCommitmentsInRangeBoundsInclusiveCall::SELECTOR) => {
+            // ABI: offset, length, then the leaves; the first leaf is the third word.
+            let result = answer["result"]
+                .as_str()?
+                .trim_start_matches("0x")
+                .to_owned();
+            if result.len() < 3 * 64 {
+                return None;
+            }
+            let mut changed = result.clone();
+            changed.replace_range(2 * 64..3 * 64, &format!("{:0>64}", "5"));
+            answer["result"] = serde_json::json!(format!("0x{changed}"));
+            return serde_json::to_vec(&answer).ok();
+        }
+        _ => {}
+    }
     if request["method"] != "eth_getLogs" {
         return None;
     }
-    let mut answer: serde_json::Value = serde_json::from_slice(body).ok()?;
     let log = answer["result"].as_array_mut()?.first_mut()?;
     let data = log["data"].as_str()?.trim_start_matches("0x").to_owned();
     let word = |i: usize, hex: String| -> String {
@@ -248,6 +393,7 @@ fn tamper_logs(request: &[u8], body: &[u8], tamper: Tamper) -> Option<Vec<u8>> {
         Tamper::OtherAddress => {
             log["address"] = serde_json::json!(format!("0x{}", "22".repeat(20)));
         }
+        Tamper::Root | Tamper::BlockHash | Tamper::Leaf => return None,
     }
     serde_json::to_vec(&answer).ok()
 }

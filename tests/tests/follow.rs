@@ -395,3 +395,183 @@ async fn confirmations_keep_the_follower_behind_the_head() {
         );
     }
 }
+
+/// Every retained checkpoint's block is the node's: none from an orphaned branch.
+async fn assert_checkpoints_on_chain(follower: &follower::Follower, case: &str) {
+    for checkpoint in follower.tree().read(|t| t.checkpoints()).unwrap() {
+        let meta = follower::BlockMeta::decode(&checkpoint.metadata)
+            .unwrap()
+            .unwrap();
+        let (hash, _) = follower
+            .client()
+            .header(meta.number)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            meta.hash,
+            Some(hash),
+            "{case}: checkpoint {} is off the chain",
+            meta.number
+        );
+    }
+}
+
+/// The reorg race: the follower has applied block F+1 (a registration) and reads the logs of
+/// the empty blocks after it; a proxy holds that `eth_getLogs` answer (read from the old chain)
+/// while the chain reorgs below it — back to F, another registration in F+1', empty blocks, or
+/// blocks with events, on top. The follower must never commit on the orphaned F+1: the step
+/// that was under way ends on the new branch, with the contract's root at the block it reports
+/// and every retained checkpoint on the chain. Ranges ending in 1, 2 and 5 empty blocks, and
+/// ranges whose new branch has events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reorg_while_a_range_is_read_never_commits_on_the_orphaned_block() {
+    let (chain, contract) = chain_with_contract(false).await;
+    let proxy = FaultProxy::start(chain.url(), 3).await;
+    let direct = follower::ChainClient::new(chain.url().clone(), contract, quick_retry()).unwrap();
+    let mut workload = Workload::new(21);
+    workload.empty_block = 0.0;
+    let mut sent = Sent::default();
+    for _ in 0..3 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+    }
+    let mut follower = temp_follower(&proxy.url, contract, config(SyncMode::Replay));
+    follower.sync_to_head().await.unwrap();
+    let mut cases = 0u64;
+    for (round, (empty, new_events)) in [(1, false), (2, false), (5, false), (2, true), (5, true)]
+        .into_iter()
+        .enumerate()
+    {
+        let case = format!("{empty} blocks after F+1, events on the new branch: {new_events}");
+        let snapshot = chain.snapshot().await.unwrap();
+        let saved = workload.clone();
+        workload
+            .register_block(&chain, contract, 1, 1, &mut sent)
+            .await
+            .unwrap();
+        follower.sync_to_head().await.unwrap();
+        let orphaned = follower.last_block().unwrap().unwrap();
+        let reorgs_before = follower.stats().reorgs;
+        chain.mine_empty(empty).await.unwrap();
+
+        proxy.hold_logs();
+        let task = tokio::spawn(async move {
+            let result = follower.sync_to_head().await;
+            (follower, result)
+        });
+        proxy.until_held(1).await;
+        chain.revert(snapshot).await.unwrap();
+        workload = saved;
+        workload.reseed(300 + round as u64);
+        workload
+            .register_block(&chain, contract, 1, 1, &mut sent)
+            .await
+            .unwrap();
+        for _ in 0..empty {
+            if new_events {
+                workload
+                    .register_block(&chain, contract, 2, 1, &mut sent)
+                    .await
+                    .unwrap();
+            } else {
+                chain.mine_empty(1).await.unwrap();
+            }
+        }
+        let (hash_now, _) = direct.header(orphaned.number).await.unwrap().unwrap();
+        assert_ne!(Some(hash_now), orphaned.hash, "{case}: no reorg happened");
+        proxy.release_logs();
+        proxy
+            .counts
+            .held
+            .store(0, std::sync::atomic::Ordering::Relaxed);
+        let (returned, result) = task.await.unwrap();
+        follower = returned;
+        let outcome = result.unwrap_or_else(|e| panic!("{case}: {e}"));
+
+        // What the step reported is the chain's: the block it ends on, and its root.
+        let last = follower.last_block().unwrap().unwrap();
+        assert_eq!(last.number, outcome.block, "{case}");
+        let (hash, _) = direct.header(last.number).await.unwrap().unwrap();
+        assert_eq!(last.hash, Some(hash), "{case}: ends on an orphaned block");
+        let expected = contract_root(&direct, last.number).await.unwrap();
+        assert_eq!(root_of(&follower), expected, "{case}: orphaned root");
+        assert!(follower.stats().reorgs > reorgs_before, "{case}: no rewind");
+        assert_checkpoints_on_chain(&follower, &case).await;
+
+        // And it goes on from there to the head.
+        let head = chain.block_number().await.unwrap();
+        follower.sync_to_head().await.unwrap();
+        assert_eq!(
+            root_of(&follower),
+            contract_root(&direct, head).await.unwrap(),
+            "{case}"
+        );
+        cases += 1;
+    }
+    report::record(
+        "chain",
+        "reorg_race",
+        &[("reorg_race_cases", cases), ("orphaned_commits", 0)],
+        &[],
+    );
+}
+
+/// A database that an earlier build left on an orphaned branch — block F+1 applied, then a
+/// reorg, then an empty block of the new branch committed on top without a root check — is
+/// rewound on start (every retained checkpoint is compared with the node's, not only the
+/// newest), and converges on the contract's root.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_left_on_an_orphaned_block_is_rewound_on_start() {
+    let (chain, contract) = chain_with_contract(false).await;
+    let mut workload = Workload::new(22);
+    workload.empty_block = 0.0;
+    let mut sent = Sent::default();
+    for _ in 0..3 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+    }
+    let mut old = temp_follower(chain.url(), contract, config(SyncMode::Replay));
+    old.sync_to_head().await.unwrap();
+    let snapshot = chain.snapshot().await.unwrap();
+    let saved = workload.clone();
+    workload
+        .register_block(&chain, contract, 1, 1, &mut sent)
+        .await
+        .unwrap();
+    old.sync_to_head().await.unwrap();
+    let orphaned = old.last_block().unwrap().unwrap();
+
+    chain.revert(snapshot).await.unwrap();
+    workload = saved;
+    workload.reseed(77);
+    workload
+        .register_block(&chain, contract, 1, 1, &mut sent)
+        .await
+        .unwrap();
+    let head = chain.mine_empty(2).await.unwrap();
+    // What the earlier build did: the range's last, empty block committed with no root check.
+    let (hash, _) = old.client().header(head).await.unwrap().unwrap();
+    let meta = follower::BlockMeta {
+        number: head,
+        hash: Some(hash),
+        binding: orphaned.binding,
+    };
+    follower::commit_block(old.tree(), &meta, &follower::BlockChanges::new(), None).unwrap();
+    let expected = contract_root(old.client(), head).await.unwrap();
+    assert_ne!(root_of(&old), expected, "the database is not stuck");
+
+    // A restart: a new follower over the same database.
+    let client = follower::ChainClient::new(chain.url().clone(), contract, quick_retry()).unwrap();
+    let mut restarted =
+        follower::Follower::new(client, config(SyncMode::Replay), old.tree().clone()).unwrap();
+    let outcome = restarted.sync_to_head().await.unwrap();
+    assert_eq!(outcome.block, head);
+    assert!(outcome.rewound > head - orphaned.number, "{outcome:?}");
+    assert_eq!(root_of(&restarted), expected);
+    assert_checkpoints_on_chain(&restarted, "restart").await;
+    report::record(
+        "chain",
+        "orphaned_database",
+        &[("orphaned_databases_repaired", 1)],
+        &[],
+    );
+}
