@@ -125,3 +125,41 @@ impl SyncStatus {
         !self.stopping.load(Ordering::Acquire) && (!self.following || last_block.is_some())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// After a failed step (a reorg under way, the node down) the replica is not `synced`
+    /// until a step succeeds again; `/health` names the providers.
+    #[test]
+    fn a_failed_step_is_never_synced() {
+        let url = "http://127.0.0.1:1".parse().unwrap();
+        let client = follower::ChainClient::new(
+            url,
+            alloy::primitives::Address::ZERO,
+            follower::RetryConfig::default(),
+        )
+        .unwrap();
+        let status = SyncStatus::following(client);
+        let caught_up = follower::StepOutcome {
+            block: 10,
+            head: 10,
+            target: 10,
+            caught_up: true,
+            ..follower::StepOutcome::default()
+        };
+        status.stepped(&caught_up);
+        let health = status.health(5, 3, Some(10));
+        assert!(health.ok);
+        assert_eq!(health.body["status"], "synced");
+        assert_eq!(health.body["providers"][0]["name"], "http://127.0.0.1:1");
+        status.failed("block 11 changed while it was read (reorg in progress)");
+        let health = status.health(5, 3, Some(10));
+        assert!(!health.ok);
+        assert_eq!(health.body["status"], "stalled");
+        status.stepped(&caught_up);
+        assert!(status.health(5, 3, Some(10)).ok);
+    }
+}

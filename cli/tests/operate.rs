@@ -261,6 +261,11 @@ async fn health_follows_the_sync_and_metrics_agree_with_the_chain() {
     let head = chain.block_number().await.unwrap();
     let health = wait_applied(port, head).await;
     assert_eq!(health["head_block"], head);
+    // The provider's health: what it answered, and no disagreement.
+    let provider = &health["providers"][0];
+    assert!(provider["requests"].as_u64().unwrap() > 0, "{health}");
+    assert_eq!(provider["disagreements"], 0, "{health}");
+    assert_eq!(health["quorum"], 1, "{health}");
 
     // Proofs, then a scrape that agrees with the chain and with what was asked.
     let members = client
@@ -309,7 +314,19 @@ async fn health_follows_the_sync_and_metrics_agree_with_the_chain() {
             metric(&metrics, "canopy_rpc_requests_total", &[("method", method)]).unwrap() > 0.0,
             "{method}"
         );
+        let per_provider = [("method", method), ("outcome", "ok")];
+        assert!(
+            metric(
+                &metrics,
+                "canopy_rpc_provider_requests_total",
+                &per_provider
+            )
+            .unwrap()
+                > 0.0,
+            "{method}"
+        );
     }
+    assert!(histogram_count(&metrics, "canopy_rpc_provider_request_seconds", &[]).unwrap() > 0.0);
     assert_eq!(
         histogram_count(&metrics, "canopy_block_apply_seconds", &[]),
         Some(committed)

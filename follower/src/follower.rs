@@ -181,6 +181,9 @@ pub struct Follower {
 /// How often one [`Follower::step`] starts over after the chain moved under it.
 const REORG_RETRIES: u32 = 3;
 
+/// Header requests in flight while the retained checkpoints are compared with the node.
+const CHECK_CONCURRENCY: usize = 16;
+
 impl Follower {
     /// A follower of `client`'s contract into `tree`.
     ///
@@ -508,13 +511,24 @@ impl Follower {
         if metas.last() != Some(&stored) {
             metas.push(stored);
         }
+        // One header per checkpoint (128 by default), CHECK_CONCURRENCY at a time, in order.
+        let verdicts: Vec<Result<bool, FollowError>> = {
+            use futures::StreamExt;
+            let this = &*self;
+            futures::stream::iter(metas.iter().copied())
+                .map(|meta| async move {
+                    match meta.hash {
+                        Some(hash) => this.on_chain(meta.number, hash).await,
+                        None => Ok(true),
+                    }
+                })
+                .buffered(CHECK_CONCURRENCY)
+                .collect()
+                .await
+        };
         let mut kept: Option<BlockMeta> = None;
-        for meta in metas {
-            let Some(hash) = meta.hash else {
-                kept = Some(meta);
-                continue;
-            };
-            if self.on_chain(meta.number, hash).await? {
+        for (meta, on_chain) in metas.into_iter().zip(verdicts) {
+            if on_chain? {
                 kept = Some(meta);
                 continue;
             }

@@ -86,7 +86,7 @@ impl<H: Hasher> SparseLevel<H> {
     }
 }
 
-/// Sparse node storage, one [`SparseLevel`] per level.
+/// Sparse node storage, one sparse level (a map of its non-empty nodes) per level.
 #[derive_where(Clone, Debug)]
 pub struct SparseNodes<H: Hasher> {
     levels: Vec<SparseLevel<H>>,

@@ -1,7 +1,7 @@
 //! The node, as the follower asks it: typed views and logs over alloy, from one provider or
 //! several. Each call fails over to the next provider on a transient failure and is retried with
 //! capped exponential backoff and jitter once every provider failed; permanent failures are not
-//! retried in a loop ([`failure`]). Block hashes and roots can be required to agree among a
+//! retried in a loop (one classification, in `failure`). Block hashes and roots can be required to agree among a
 //! quorum of providers; views at a block are pinned to its hash (EIP-1898, or by number with the
 //! hash checked around the call where a node lacks it).
 

@@ -195,8 +195,8 @@ impl RlnVerifier {
         &self.pvk.vk
     }
 
-    /// One message alone, with ark-groth16's verifier: the reference [`verify_batch`]
-    /// (Self::verify_batch) agrees with.
+    /// One message alone, with ark-groth16's verifier: the reference that
+    /// [`verify_batch`](Self::verify_batch) agrees with.
     #[must_use]
     pub fn verify_item(&self, item: &ProofItem<'_>, acceptable_roots: &[Fr]) -> Verdict {
         match precheck(item, acceptable_roots) {

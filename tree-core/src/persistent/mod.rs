@@ -1,4 +1,4 @@
-//! The persistent store: the [engine](crate::engine)'s [`TreeStore`] over any key-value store
+//! The persistent store: the [engine](crate::engine)'s [`TreeStore`](crate::engine::TreeStore) over any key-value store
 //! with atomic batches. sled (`tree-sled`) and redb (`tree-redb`) are byte stores beneath this
 //! one tree store; the rules (validation, rehash, checkpoints, rewind, root window, `proof_at`,
 //! prepare/publish) are the engine's, the same as the in-memory trees'.

@@ -37,7 +37,7 @@ impl<H: DigestCodec, S: KvStore> SharedTree<H, S> {
     /// Applies `batch`: hashing under the shared lock, the commit under a short exclusive one.
     ///
     /// # Errors
-    /// As [`tree_core::MerkleTree::apply`].
+    /// As [`MerkleTree::apply`](crate::MerkleTree::apply).
     pub fn apply(&self, batch: UpdateBatch<H>) -> Result<(), StoreTreeError<S>> {
         let _writer = self.writer.lock();
         let prepared = self.tree.read().prepare(batch)?;

@@ -1,5 +1,5 @@
 //! Test support shared by every crate (feature `test-utils`): test hashers, a naive reference
-//! tree, random operation sequences and the model check that drives any [`MerkleTree`] with them.
+//! tree, random operation sequences and the model check that drives any [`MerkleTree`](crate::MerkleTree) with them.
 
 // Test support: failing loudly on the first divergence is its job.
 #![allow(clippy::panic, clippy::expect_used)]
