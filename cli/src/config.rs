@@ -37,6 +37,8 @@ pub struct CanopyConfig {
     pub follower: FollowerConfig,
     /// The HTTP API.
     pub server: ServerConfig,
+    /// The Ethereum JSON-RPC endpoint at `POST /` of `follow --serve`.
+    pub jsonrpc: eth_endpoint::EndpointConfig,
 }
 
 impl Default for CanopyConfig {
@@ -50,6 +52,7 @@ impl Default for CanopyConfig {
             log: LogConfig::default(),
             follower: FollowerConfig::default(),
             server: ServerConfig::default(),
+            jsonrpc: eth_endpoint::EndpointConfig::default(),
         }
     }
 }
@@ -135,6 +138,8 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Largest `POST /verify` body (bytes; a batch of proofs); larger gets 413.
     pub max_verify_body_bytes: usize,
+    /// Largest JSON-RPC body at `POST /` (bytes; a batch of calls); larger gets 413.
+    pub max_jsonrpc_body_bytes: usize,
     /// Most proofs in one `POST /verify` batch; more gets 413.
     pub max_verify_batch: usize,
     /// A request not answered within this many milliseconds gets 503.
@@ -161,6 +166,7 @@ impl Default for ServerConfig {
         Self {
             max_body_bytes: 16 * 1024,
             max_verify_body_bytes: 1024 * 1024,
+            max_jsonrpc_body_bytes: 256 * 1024,
             max_verify_batch: 1024,
             request_timeout_ms: 10_000,
             max_concurrent_requests: 1_024,

@@ -69,6 +69,8 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
     let client = ChainClient::with_providers(urls, contract, retry, config.quorum)
         .map_err(CliError::from)?;
     let status = Arc::new(SyncStatus::following(client.clone()));
+    // What `latest` is for the JSON-RPC endpoint: the head each step saw.
+    let head = Arc::new(eth_endpoint::HeadView::default());
     let mut follower =
         Follower::new(client, follower_config, shared.clone()).map_err(CliError::from)?;
     let runtime = crate::serve::runtime(&config.db)?;
@@ -78,12 +80,19 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
         let shutdown = Shutdown::install(Duration::from_millis(config.server.shutdown_timeout_ms))
             .map_err(|e| CliError::Usage(format!("signal handlers: {e}")))?;
         if let Some(listen) = config.listen {
+            let endpoint = eth_endpoint::Endpoint::new(
+                shared.clone(),
+                Some(follower.client().clone()),
+                head.clone(),
+                config.jsonrpc.clone(),
+            );
             let app = AppState::new(
                 shared.clone(),
                 status.clone(),
                 config.server.clone(),
                 metrics,
-            );
+            )
+            .with_jsonrpc(endpoint);
             let shutdown = shutdown.clone();
             tokio::spawn(async move {
                 if let Err(e) = crate::serve::serve(listen, app, shutdown).await {
@@ -94,10 +103,14 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
         let mut report = Report::new(human_progress, summary_every);
         let mut on_step = |step: Result<&StepOutcome, &FollowError>| match step {
             Ok(outcome) => {
+                head.observed(outcome.head);
                 status.stepped(outcome);
                 report.step(outcome, shared.read(MerkleTree::next_index));
             }
-            Err(e) => status.failed(&e.to_string()),
+            Err(e) => {
+                head.forget();
+                status.failed(&e.to_string());
+            }
         };
         let outcome = match once {
             Some(deadline) => {

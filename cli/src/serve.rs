@@ -54,6 +54,7 @@ pub struct AppState {
     config: Arc<ServerConfig>,
     metrics: Option<PrometheusHandle>,
     verify: Arc<VerifyPool>,
+    jsonrpc: Option<Arc<eth_endpoint::Endpoint>>,
 }
 
 impl AppState {
@@ -74,7 +75,34 @@ impl AppState {
             config: Arc::new(config),
             metrics,
             verify,
+            jsonrpc: None,
         }
+    }
+
+    /// Serves the Ethereum JSON-RPC endpoint at `POST /` too.
+    #[must_use]
+    pub fn with_jsonrpc(mut self, endpoint: eth_endpoint::Endpoint) -> Self {
+        self.jsonrpc = Some(Arc::new(endpoint));
+        self
+    }
+}
+
+/// `POST /`: Ethereum JSON-RPC 2.0, one request or a batch ([`eth_endpoint`]); 204 when every
+/// request was a notification.
+async fn jsonrpc(State(app): State<AppState>, body: axum::body::Bytes) -> Response {
+    let Some(endpoint) = app.jsonrpc.clone() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "no JSON-RPC endpoint: it is served by `canopy follow --serve`".into(),
+        );
+    };
+    match endpoint.handle(&body).await {
+        Some(answer) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            answer,
+        )
+            .into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
     }
 }
 
@@ -475,6 +503,12 @@ pub fn router(app: AppState) -> Router {
         .route_layer(tower_http::limit::RequestBodyLimitLayer::new(
             config.max_body_bytes,
         ))
+        .route(
+            "/",
+            post(jsonrpc).layer(tower_http::limit::RequestBodyLimitLayer::new(
+                config.max_jsonrpc_body_bytes,
+            )),
+        )
         // Batches of proofs are larger than any other request: their own limit.
         .route(
             "/verify",

@@ -41,4 +41,4 @@ pub use follower::{
     LogRangeConfig, RootCheck, StepOutcome, SyncMode,
 };
 pub use profile::{ContractProfile, LeafRule, MembershipEvent};
-pub use rpc::{BlockRef, ChainClient, ProviderHealth, RetryConfig, RpcCounters};
+pub use rpc::{BlockRef, ChainClient, ErrorAnswer, ProviderHealth, RetryConfig, RpcCounters};

@@ -148,3 +148,39 @@ pub(crate) fn provider_disagreement(provider: &str) {
 pub(crate) fn no_quorum() {
     metrics::counter!(NO_QUORUM).increment(1);
 }
+
+/// The `method` label of a forwarded request: the method's name when it is one of those a
+/// client of a membership mirror sends, else `other` (a label set must stay bounded).
+pub fn forwarded_method(method: &str) -> &'static str {
+    const KNOWN: [&str; 24] = [
+        "eth_chainId",
+        "eth_call",
+        "eth_blockNumber",
+        "eth_getBlockByNumber",
+        "eth_getBlockByHash",
+        "eth_getLogs",
+        "eth_getTransactionReceipt",
+        "eth_getTransactionByHash",
+        "eth_getTransactionCount",
+        "eth_sendRawTransaction",
+        "eth_gasPrice",
+        "eth_maxPriorityFeePerGas",
+        "eth_feeHistory",
+        "eth_estimateGas",
+        "eth_getBalance",
+        "eth_getCode",
+        "eth_getStorageAt",
+        "eth_syncing",
+        "eth_blobBaseFee",
+        "eth_getBlockReceipts",
+        "eth_getBlockTransactionCountByNumber",
+        "net_version",
+        "net_listening",
+        "web3_clientVersion",
+    ];
+    KNOWN
+        .iter()
+        .find(|&&known| known == method)
+        .copied()
+        .unwrap_or("other")
+}

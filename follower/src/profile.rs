@@ -18,6 +18,7 @@ sol! {
         function deployedBlockNumber() external view returns (uint32);
         function getRateCommitmentsInRangeBoundsInclusive(uint32 startIndex, uint32 endIndex) external view returns (uint256[] memory);
         function getMerkleProof(uint40 index) external view returns (uint256[20] memory);
+        function MERKLE_TREE_DEPTH() external view returns (uint8);
     }
 }
 

@@ -20,6 +20,7 @@ use alloy::primitives::{Address, Bytes, B256, U256};
 use alloy::providers::{Provider, RootProvider};
 use alloy::rpc::types::{Filter, Log, TransactionRequest};
 use alloy::sol_types::SolCall;
+use alloy::transports::RpcError;
 use hasher::Fr;
 use parking_lot::Mutex;
 use rand::Rng;
@@ -77,6 +78,17 @@ pub enum RangeError {
     TooLarge,
     /// Any other failure.
     Failed(FollowError),
+}
+
+/// A node's JSON-RPC error object, passed on as it came.
+#[derive(Clone, Debug)]
+pub struct ErrorAnswer {
+    /// `code`.
+    pub code: i64,
+    /// `message`.
+    pub message: String,
+    /// `data`, raw (revert data, a node's details), if any.
+    pub data: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// A block by number and hash: views at it read exactly its state.
@@ -565,6 +577,46 @@ impl ChainClient {
             Some((hash, _)) => Ok(BlockRef { number, hash }),
             None => Err(FollowError::ReorgInProgress { block: number }),
         }
+    }
+
+    /// Sends a JSON-RPC request as it is (`method`, `params`) to the providers and returns the
+    /// node's answer as it is: its `result`, or its error object (`code`, `message`, `data`),
+    /// which is an answer to pass on, not a failure to retry. Transport failures (a provider
+    /// down, HTTP 429/5xx, a malformed body) fail over and back off as every call does.
+    ///
+    /// # Errors
+    /// Every provider failed ([`FollowError::Unavailable`]).
+    pub async fn forward(
+        &self,
+        method: &str,
+        params: &serde_json::value::RawValue,
+    ) -> Result<Result<Box<serde_json::value::RawValue>, ErrorAnswer>, FollowError> {
+        let method_owned = method.to_owned();
+        let name = metrics::forwarded_method(method);
+        self.attempt(name, Purpose::Any, |i| {
+            let method = method_owned.clone();
+            async move {
+                let p = &self.shared.endpoints[i].provider;
+                match p.raw_request_dyn(method.into(), params).await {
+                    Ok(result) => Ok(Ok(result)),
+                    Err(RpcError::ErrorResp(payload)) => Ok(Err(ErrorAnswer {
+                        code: payload.code,
+                        message: payload.message.into_owned(),
+                        data: payload.data,
+                    })),
+                    Err(e) => match classify(&e) {
+                        Failure::Permanent {
+                            code: None,
+                            message,
+                        } => Err(Failure::Transient(message)),
+                        failure => Err(failure),
+                    },
+                }
+            }
+        })
+        .await
+        .map(|(answer, _)| answer)
+        .map_err(|f| self.error(name, f))
     }
 
     /// The contract's logs with these `topics` in blocks `from..=to`.

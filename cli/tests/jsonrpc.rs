@@ -1,0 +1,320 @@
+//! `canopy follow --serve` as an Ethereum JSON-RPC endpoint, against a real local chain
+//! (hardhat's node, started and stopped here): after every block of a workload (registrations,
+//! lazy and full erasures, reuse) and through a reorg, the contract's views by `eth_call` —
+//! at `latest`, at the block's number and at its hash, with valid, out-of-range and reverting
+//! arguments, in nwaku's and in minimal call objects, singly and in batches mixed with forwarded
+//! methods — get exactly the node's answer from Canopy; alloy's provider reads the same; and the
+//! metrics show the views were answered locally.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use alloy::primitives::{Address, Bytes};
+use alloy::providers::{Provider, RootProvider};
+use alloy::rpc::types::{TransactionInput, TransactionRequest};
+use alloy::sol_types::SolCall;
+use chain_harness::workload::{Sent, Workload};
+use chain_harness::LocalChain;
+use common::{get_json, http, spawn_server};
+use follower::profile::IMembershipSet as C;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+fn blocks() -> u64 {
+    std::env::var("CANOPY_JSONRPC_BLOCKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40)
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+/// The answer of `port` to `body` (a JSON-RPC request or batch), parsed. HTTP/1.0, so that
+/// neither server answers in chunks.
+async fn ask(port: u16, body: Value) -> Value {
+    let body = body.to_string();
+    let text = blocking(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            stream,
+            "POST / HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    })
+    .await;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    assert!(head.contains(" 200 "), "{text}");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Waits until the follower behind `port` has applied `block`.
+async fn until_applied(port: u16, block: u64) {
+    let started = Instant::now();
+    loop {
+        let (_, health) = blocking(move || get_json(port, "/health")).await;
+        if health["applied_block"] == block && health["status"] == "synced" {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "block {block} never applied: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn hex(data: &[u8]) -> String {
+    format!("{}", Bytes::copy_from_slice(data))
+}
+
+/// The calls compared after a block: every view, with members, freed, unused, out-of-range and
+/// reverting arguments.
+fn view_calls(members: u64, rng: &mut rand::rngs::StdRng) -> Vec<Vec<u8>> {
+    let any = |rng: &mut rand::rngs::StdRng| rng.gen_range(0..members.max(1) + 3);
+    let mut calls = vec![
+        C::rootCall {}.abi_encode(),
+        C::nextFreeIndexCall {}.abi_encode(),
+        C::MERKLE_TREE_DEPTHCall {}.abi_encode(),
+        C::deployedBlockNumberCall {}.abi_encode(),
+        C::getMerkleProofCall {
+            index: alloy::primitives::Uint::from(any(rng)),
+        }
+        .abi_encode(),
+        // Past the capacity: reverts ("index out of range").
+        C::getMerkleProofCall {
+            index: alloy::primitives::Uint::from((1u64 << 20) + any(rng)),
+        }
+        .abi_encode(),
+    ];
+    let (a, b) = (any(rng), any(rng));
+    for (start, end) in [(a.min(b), a.max(b)), (a.max(b), a.min(b)), (0, members)] {
+        calls.push(
+            C::getRateCommitmentsInRangeBoundsInclusiveCall {
+                startIndex: u32::try_from(start).unwrap(),
+                endIndex: u32::try_from(end).unwrap(),
+            }
+            .abi_encode(),
+        );
+    }
+    // Calldata with a byte too many: not the view's canonical encoding.
+    let mut long = C::rootCall {}.abi_encode();
+    long.push(0);
+    calls.push(long);
+    calls
+}
+
+/// A call object as nwaku's JSON-RPC library writes it: every field, unset ones `null`.
+fn nwaku_call(contract: Address, data: &[u8]) -> Value {
+    json!({
+        "from": "0x0000000000000000000000000000000000000000", "to": contract,
+        "gas": null, "gasPrice": null, "maxFeePerGas": null, "maxPriorityFeePerGas": null,
+        "value": "0x0", "nonce": null, "chainId": "0x7a69", "accessList": null,
+        "maxFeePerBlobGas": null, "blobVersionedHashes": null, "input": hex(data),
+    })
+}
+
+/// Every call of `calls` at every tag, through Canopy and straight to the node: identical
+/// answers. Returns how many were compared.
+async fn compare(
+    canopy: u16,
+    node: u16,
+    contract: Address,
+    calls: &[Vec<u8>],
+    tags: &[Value],
+    context: &str,
+) -> u64 {
+    let mut compared = 0;
+    let mut batch = Vec::new();
+    for (i, data) in calls.iter().enumerate() {
+        for (j, tag) in tags.iter().enumerate() {
+            let call = if (i + j) % 2 == 0 {
+                nwaku_call(contract, data)
+            } else {
+                json!({"to": contract, "data": hex(data)})
+            };
+            let request = json!({
+                "jsonrpc": "2.0", "id": compared, "method": "eth_call", "params": [call, tag],
+            });
+            let ours = ask(canopy, request.clone()).await;
+            let theirs = ask(node, request.clone()).await;
+            assert_eq!(ours, theirs, "{context}: {request}");
+            batch.push(request);
+            compared += 1;
+        }
+    }
+    // The same as one batch, with forwarded methods mixed in.
+    batch.insert(
+        1,
+        json!({"jsonrpc": "2.0", "id": "head", "method": "eth_blockNumber"}),
+    );
+    batch.push(json!({"jsonrpc": "2.0", "id": "chain", "method": "eth_chainId", "params": []}));
+    let ours = ask(canopy, Value::Array(batch.clone())).await;
+    let theirs = ask(node, Value::Array(batch)).await;
+    assert_eq!(ours, theirs, "{context}: batch");
+    compared
+}
+
+/// Sum of a counter's samples with `label` in a Prometheus scrape.
+fn counter(scrape: &str, name: &str, label: &str) -> f64 {
+    scrape
+        .lines()
+        .filter(|l| l.starts_with(name) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn canopy_answers_eth_calls_exactly_as_the_node() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let node = chain.url().port().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("canopy.toml");
+    std::fs::write(
+        &config,
+        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nmax_batch = 100\n",
+    )
+    .unwrap();
+    let db = dir.path().join("db");
+    let (_server, canopy) = spawn_server(
+        &[
+            "follow",
+            "--config",
+            config.to_str().unwrap(),
+            "--rpc",
+            chain.url().as_str(),
+            "--contract",
+            &contract.to_string(),
+            "--db",
+            db.to_str().unwrap(),
+            "--serve",
+            "127.0.0.1:0",
+        ],
+        &[],
+        &dir.path().join("follow.log"),
+    );
+    let mut workload = Workload::new(51);
+    let mut sent = Sent::default();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(52);
+    let direct = follower::ChainClient::new(
+        chain.url().clone(),
+        contract,
+        follower::RetryConfig::default(),
+    )
+    .unwrap();
+    let (mut compared, mut reorgs) = (0u64, 0u64);
+    let total = blocks();
+    for i in 0..total {
+        let reorg_now = i == total / 2;
+        let snapshot = if reorg_now {
+            Some((chain.snapshot().await.unwrap(), workload.clone()))
+        } else {
+            None
+        };
+        let block = workload.block(&chain, contract, &mut sent).await.unwrap();
+        let orphaned = direct.block(block).await.unwrap();
+        if let Some((snapshot, saved)) = snapshot {
+            until_applied(canopy, block).await;
+            chain.revert(snapshot).await.unwrap();
+            workload = saved;
+            workload.reseed(99);
+            for _ in 0..2 {
+                workload.block(&chain, contract, &mut sent).await.unwrap();
+            }
+            reorgs += 1;
+        }
+        let head = chain.block_number().await.unwrap();
+        until_applied(canopy, head).await;
+        let at = direct.block(head).await.unwrap();
+        let members = direct.next_free_index(at).await.unwrap();
+        let calls = view_calls(members, &mut rng);
+        let mut tags = vec![
+            json!("latest"),
+            json!(format!("{head:#x}")),
+            json!({"blockHash": at.hash}),
+            json!({"blockHash": at.hash, "requireCanonical": true}),
+            json!(format!("{:#x}", head - 1)),
+        ];
+        if reorg_now {
+            // The orphaned block's hash: the node's answer (an error), never the mirror's.
+            tags.push(json!({"blockHash": orphaned.hash}));
+        }
+        compared += compare(
+            canopy,
+            node,
+            contract,
+            &calls,
+            &tags,
+            &format!("block {head}"),
+        )
+        .await;
+    }
+    assert!(sent.registrations > 0 && sent.lazy_erasures + sent.full_erasures > 0);
+
+    // A real client no one here wrote: alloy's provider reads the same through Canopy.
+    let ours: RootProvider =
+        RootProvider::new_http(format!("http://127.0.0.1:{canopy}").parse().unwrap());
+    let theirs: RootProvider = RootProvider::new_http(chain.url().clone());
+    for data in view_calls(40, &mut rng).into_iter().take(5) {
+        let request = TransactionRequest::default()
+            .to(contract)
+            .input(TransactionInput::new(data.into()));
+        let a = ours.call(request.clone()).await.map_err(|e| e.to_string());
+        let b = theirs.call(request).await.map_err(|e| e.to_string());
+        assert_eq!(a, b);
+    }
+    assert_eq!(
+        ours.get_chain_id().await.unwrap(),
+        theirs.get_chain_id().await.unwrap()
+    );
+    assert_eq!(
+        ours.get_block_number().await.unwrap(),
+        theirs.get_block_number().await.unwrap()
+    );
+
+    // Never an open proxy; batches within their limit.
+    let answer = ask(
+        canopy,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "admin_nodeInfo", "params": []}),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    let answer = ask(
+        canopy,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "eth_sendTransaction", "params": [{}]}),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    let big: Vec<Value> = (0..101)
+        .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "eth_chainId"}))
+        .collect();
+    let answer = ask(canopy, Value::Array(big)).await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let answer = ask(canopy, json!({"id": 1, "method": "eth_chainId"})).await;
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+
+    // The views were the mirror's answers, the rest the node's.
+    let (_, scrape) = blocking(move || http(canopy, "GET", "/metrics", None)).await;
+    let local = counter(&scrape, "canopy_jsonrpc_requests_total", "source=\"local\"");
+    let forwarded = counter(
+        &scrape,
+        "canopy_jsonrpc_requests_total",
+        "source=\"forwarded\"",
+    );
+    println!(
+        "{total} blocks, {reorgs} reorg: {compared} calls compared; {local} answered locally, {forwarded} forwarded"
+    );
+    assert!(local > (compared / 3) as f64, "{local} local of {compared}");
+    assert!(forwarded > 0.0);
+}

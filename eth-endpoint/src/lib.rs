@@ -1,0 +1,355 @@
+//! Canopy as an Ethereum JSON-RPC endpoint. RLN clients (nwaku, js-waku) keep no tree: they
+//! read the membership contract's root and proofs by `eth_call` through an RPC provider. Point
+//! them at Canopy instead and the contract's views are answered from the mirror in
+//! microseconds, with the node's exact bytes, while every other request goes to the node.
+//!
+//! - **Answered here**: `eth_chainId` (the database's chain), and `eth_call` to the followed
+//!   contract whose calldata is exactly one of the views in [`views`], at a block whose state
+//!   the tree holds: its block number or hash, or `latest` while the follower last saw that
+//!   block as the node's head less than [`EndpointConfig::latest_max_age_ms`] ago (see
+//!   [`HeadView`]). Calls that would revert, and call objects that could change the answer
+//!   ([`call`]), go to the node, so their answers are the node's own.
+//! - **Forwarded** unchanged (method, params; the id is kept): the methods of
+//!   [`EndpointConfig::forward`], through the follower's providers with their failover.
+//!   Anything else is refused with `-32601`: never an open proxy for `admin_`, `debug_` or
+//!   `personal_` methods.
+//! - JSON-RPC 2.0: single requests and batches (in order, local and forwarded items mixed),
+//!   notifications (no `id`) get no answer.
+//!
+//! ```no_run
+//! # async fn example(tree: std::sync::Arc<follower::FollowedTree>, client: follower::ChainClient) {
+//! use std::sync::Arc;
+//! use eth_endpoint::{Endpoint, EndpointConfig, HeadView};
+//! let head = Arc::new(HeadView::default()); // the follow loop calls head.observed(..) each step
+//! let endpoint = Endpoint::new(tree, Some(client), head, EndpointConfig::default());
+//! let answer = endpoint
+//!     .handle(br#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}"#)
+//!     .await;
+//! println!("{}", String::from_utf8_lossy(&answer.unwrap_or_default()));
+//! # }
+//! ```
+
+pub mod call;
+pub mod views;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use alloy::primitives::Bytes;
+use follower::{BlockMeta, ChainClient, FollowedTree};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
+use tree_core::MerkleTree;
+
+use crate::call::{local_call, BlockTag};
+
+/// What the endpoint answers and forwards.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Methods forwarded to the node; every other method the mirror does not answer gets
+    /// `-32601`.
+    pub forward: Vec<String>,
+    /// Most requests in one batch; a larger batch is refused whole (`-32600`).
+    pub max_batch: usize,
+    /// `latest` is the tree's block while the follower saw that block as the node's head less
+    /// than this many milliseconds ago; otherwise `latest` calls are forwarded.
+    pub latest_max_age_ms: u64,
+}
+
+impl Default for EndpointConfig {
+    /// The read methods RLN clients use, registration's transaction methods, and no more.
+    fn default() -> Self {
+        let forward = [
+            "eth_blockNumber",
+            "eth_call",
+            "eth_chainId",
+            "eth_estimateGas",
+            "eth_feeHistory",
+            "eth_gasPrice",
+            "eth_getBalance",
+            "eth_getBlockByHash",
+            "eth_getBlockByNumber",
+            "eth_getCode",
+            "eth_getLogs",
+            "eth_getTransactionByHash",
+            "eth_getTransactionCount",
+            "eth_getTransactionReceipt",
+            "eth_maxPriorityFeePerGas",
+            "eth_sendRawTransaction",
+            "eth_syncing",
+            "net_version",
+            "web3_clientVersion",
+        ];
+        Self {
+            forward: forward.iter().map(|m| (*m).to_owned()).collect(),
+            max_batch: 100,
+            latest_max_age_ms: 3_000,
+        }
+    }
+}
+
+/// The node's head as the follower last saw it, and when: what `latest` means here.
+#[derive(Debug)]
+pub struct HeadView {
+    epoch: Instant,
+    head: AtomicU64,
+    /// Milliseconds after `epoch` of the observation, plus one (0: never).
+    seen_ms: AtomicU64,
+}
+
+impl Default for HeadView {
+    fn default() -> Self {
+        Self {
+            epoch: Instant::now(),
+            head: AtomicU64::new(0),
+            seen_ms: AtomicU64::new(0),
+        }
+    }
+}
+
+impl HeadView {
+    /// The follower asked the node its head and was told `head`.
+    pub fn observed(&self, head: u64) {
+        let ms = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+        self.head.store(head, Ordering::Release);
+        self.seen_ms.store(ms + 1, Ordering::Release);
+    }
+
+    /// The follower saw something else than a head: it no longer knows it.
+    pub fn forget(&self) {
+        self.seen_ms.store(0, Ordering::Release);
+    }
+
+    /// The head, if seen within `max_age`.
+    #[must_use]
+    pub fn fresh(&self, max_age: Duration) -> Option<u64> {
+        let seen = self.seen_ms.load(Ordering::Acquire).checked_sub(1)?;
+        let head = self.head.load(Ordering::Acquire);
+        let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let max = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
+        (now.saturating_sub(seen) <= max && self.seen_ms.load(Ordering::Acquire) == seen + 1)
+            .then_some(head)
+    }
+}
+
+/// Who answered a request, for the metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The mirror.
+    Local,
+    /// The node.
+    Forwarded,
+    /// Refused here (not allowed, malformed).
+    Refused,
+}
+
+/// The endpoint: the tree, the providers to forward to, and what `latest` is.
+pub struct Endpoint {
+    tree: Arc<FollowedTree>,
+    client: Option<ChainClient>,
+    head: Arc<HeadView>,
+    config: EndpointConfig,
+}
+
+/// Name of the counter of JSON-RPC requests, by method and source (`local`, `forwarded`,
+/// `refused`).
+pub const REQUESTS: &str = "canopy_jsonrpc_requests_total";
+/// Name of the latency histogram of JSON-RPC requests, by method and source.
+pub const SECONDS: &str = "canopy_jsonrpc_request_seconds";
+
+impl Endpoint {
+    /// An endpoint over `tree` (a follower's database) forwarding to `client`'s providers.
+    #[must_use]
+    pub fn new(
+        tree: Arc<FollowedTree>,
+        client: Option<ChainClient>,
+        head: Arc<HeadView>,
+        config: EndpointConfig,
+    ) -> Self {
+        metrics::describe_counter!(REQUESTS, "JSON-RPC requests by method and source");
+        metrics::describe_histogram!(
+            SECONDS,
+            metrics::Unit::Seconds,
+            "JSON-RPC request latency by method and source"
+        );
+        Self {
+            tree,
+            client,
+            head,
+            config,
+        }
+    }
+
+    /// Answers a request body: one request or a batch. `None` when nothing is to be sent back
+    /// (only notifications).
+    pub async fn handle(&self, body: &[u8]) -> Option<Vec<u8>> {
+        let request: Value = match serde_json::from_slice(body) {
+            Ok(value) => value,
+            Err(e) => {
+                return Some(encode(&error(
+                    &Value::Null,
+                    -32700,
+                    &format!("parse error: {e}"),
+                )))
+            }
+        };
+        let answer = match request {
+            Value::Array(items) if items.is_empty() => error(&Value::Null, -32600, "empty batch"),
+            Value::Array(items) if items.len() > self.config.max_batch => error(
+                &Value::Null,
+                -32600,
+                &format!(
+                    "batch of {} requests; at most {} are taken",
+                    items.len(),
+                    self.config.max_batch
+                ),
+            ),
+            Value::Array(items) => {
+                let answers =
+                    futures::future::join_all(items.iter().map(|item| self.one(item))).await;
+                let answers: Vec<Value> = answers.into_iter().flatten().collect();
+                if answers.is_empty() {
+                    return None;
+                }
+                Value::Array(answers)
+            }
+            single => self.one(&single).await?,
+        };
+        Some(encode(&answer))
+    }
+
+    /// One request's answer (`None` for a notification).
+    async fn one(&self, request: &Value) -> Option<Value> {
+        let started = Instant::now();
+        let id = request.get("id").cloned();
+        let (answer, method, source) = self.dispatch(request).await;
+        let method = follower::metrics::forwarded_method(&method);
+        let source_label = match source {
+            Source::Local => "local",
+            Source::Forwarded => "forwarded",
+            Source::Refused => "refused",
+        };
+        metrics::counter!(REQUESTS, "method" => method, "source" => source_label).increment(1);
+        metrics::histogram!(SECONDS, "method" => method, "source" => source_label)
+            .record(started.elapsed().as_secs_f64());
+        id.is_some().then_some(answer)
+    }
+
+    async fn dispatch(&self, request: &Value) -> (Value, String, Source) {
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        let method = request.get("method").and_then(Value::as_str);
+        let (Some(method), true) = (method, request.get("jsonrpc") == Some(&json!("2.0"))) else {
+            let e = error(
+                &id,
+                -32600,
+                "invalid request: jsonrpc \"2.0\" and a method are required",
+            );
+            return (e, String::new(), Source::Refused);
+        };
+        let params = request
+            .get("params")
+            .cloned()
+            .unwrap_or(Value::Array(Vec::new()));
+        if !(params.is_array() || params.is_object()) {
+            let e = error(&id, -32602, "invalid params: an array or an object");
+            return (e, method.to_owned(), Source::Refused);
+        }
+        if let Some(result) = self.local(method, &params) {
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            return (answer, method.to_owned(), Source::Local);
+        }
+        if !self.config.forward.iter().any(|m| m == method) {
+            let e = error(
+                &id,
+                -32601,
+                &format!("the method {method} does not exist/is not available"),
+            );
+            return (e, method.to_owned(), Source::Refused);
+        }
+        (
+            self.forward(&id, method, &params).await,
+            method.to_owned(),
+            Source::Forwarded,
+        )
+    }
+
+    /// The mirror's own answer, when it has one.
+    fn local(&self, method: &str, params: &Value) -> Option<Value> {
+        match method {
+            "eth_chainId" => {
+                let chain = self
+                    .tree
+                    .read(|t| block_of(t).and_then(|m| m.binding))?
+                    .chain_id;
+                Some(json!(format!("{chain:#x}")))
+            }
+            "eth_call" => {
+                let max_age = Duration::from_millis(self.config.latest_max_age_ms);
+                let head = self.head.fresh(max_age);
+                // The block, its binding and the view read under one lock: a block landing
+                // meanwhile cannot mix two states.
+                let result: Option<Bytes> = self.tree.read(|t| {
+                    let meta = block_of(t)?;
+                    let binding = meta.binding?;
+                    let call = local_call(params, binding.contract)?;
+                    let holds = match call.block {
+                        BlockTag::Latest => head == Some(meta.number),
+                        BlockTag::Number(n) => n == meta.number,
+                        BlockTag::Hash(h) => Some(h) == meta.hash,
+                    };
+                    if !holds {
+                        return None;
+                    }
+                    views::answer(t, &call.data)
+                });
+                result.map(|bytes| json!(bytes))
+            }
+            _ => None,
+        }
+    }
+
+    async fn forward(&self, id: &Value, method: &str, params: &Value) -> Value {
+        let Some(client) = &self.client else {
+            return error(
+                id,
+                -32601,
+                &format!("the method {method} does not exist/is not available"),
+            );
+        };
+        let raw = match RawValue::from_string(params.to_string()) {
+            Ok(raw) => raw,
+            Err(e) => return error(id, -32602, &format!("invalid params: {e}")),
+        };
+        match client.forward(method, &raw).await {
+            Ok(Ok(result)) => {
+                let result: Value = serde_json::from_str(result.get()).unwrap_or(Value::Null);
+                json!({"jsonrpc": "2.0", "id": id, "result": result})
+            }
+            Ok(Err(e)) => {
+                let mut error = json!({"code": e.code, "message": e.message});
+                if let Some(data) = e.data {
+                    error["data"] = serde_json::from_str(data.get()).unwrap_or(Value::Null);
+                }
+                json!({"jsonrpc": "2.0", "id": id, "error": error})
+            }
+            // -32603 (internal error) says the fault is on the way, not in the request.
+            Err(e) => error(id, -32603, &format!("no provider answered: {e}")),
+        }
+    }
+}
+
+/// The block the tree holds, from its metadata.
+fn block_of(tree: &tree_engines::DbTree<hasher::PoseidonHasher>) -> Option<BlockMeta> {
+    BlockMeta::decode(&tree.metadata().ok()?).ok().flatten()
+}
+
+fn error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+fn encode(value: &Value) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_default()
+}

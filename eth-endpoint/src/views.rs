@@ -1,0 +1,78 @@
+//! The followed contract's views, answered from the tree: `root()`, `nextFreeIndex()`,
+//! `MERKLE_TREE_DEPTH()`, `getMerkleProof(uint40)` and
+//! `getRateCommitmentsInRangeBoundsInclusive(uint32,uint32)`, ABI-encoded as the contract
+//! returns them. Calldata that is not exactly one of them (another selector, extra or short
+//! bytes, unclean words), and calls the contract would revert, are not answered here: the node
+//! answers them, so their errors are its own.
+
+use alloy::primitives::{Bytes, U256};
+use alloy::sol_types::SolCall;
+use follower::profile::{to_u256, IMembershipSet as C};
+use hasher::PoseidonHasher;
+use tree_core::MerkleTree;
+use tree_engines::DbTree;
+
+/// Most leaves one `getRateCommitmentsInRangeBoundsInclusive` answered here returns; a larger
+/// page goes to the node, whose gas limit decides.
+pub const MAX_LOCAL_PAGE: u64 = 10_000;
+
+/// The encoded result of the view `data` calls, from `tree`; `None` when the node must answer.
+#[must_use]
+pub fn answer(tree: &DbTree<PoseidonHasher>, data: &[u8]) -> Option<Bytes> {
+    let selector: [u8; 4] = data.get(..4)?.try_into().ok()?;
+    let encoded = match selector {
+        C::rootCall::SELECTOR => {
+            exact::<C::rootCall>(data)?;
+            C::rootCall::abi_encode_returns(&to_u256(&tree.root()))
+        }
+        C::nextFreeIndexCall::SELECTOR => {
+            exact::<C::nextFreeIndexCall>(data)?;
+            let next = u32::try_from(tree.next_index()).ok()?;
+            C::nextFreeIndexCall::abi_encode_returns(&next)
+        }
+        C::MERKLE_TREE_DEPTHCall::SELECTOR => {
+            exact::<C::MERKLE_TREE_DEPTHCall>(data)?;
+            C::MERKLE_TREE_DEPTHCall::abi_encode_returns(&tree.depth().get())
+        }
+        C::getMerkleProofCall::SELECTOR => {
+            let call = exact::<C::getMerkleProofCall>(data)?;
+            let index: u64 = call.index.to();
+            // Past the capacity the contract reverts ("index out of range").
+            if index >= tree.capacity() {
+                return None;
+            }
+            let proof = tree.proof(index).ok()?;
+            let path: [U256; 20] = proof
+                .path_elements()
+                .iter()
+                .map(to_u256)
+                .collect::<Vec<_>>()
+                .try_into()
+                .ok()?;
+            C::getMerkleProofCall::abi_encode_returns(&path)
+        }
+        C::getRateCommitmentsInRangeBoundsInclusiveCall::SELECTOR => {
+            let call = exact::<C::getRateCommitmentsInRangeBoundsInclusiveCall>(data)?;
+            let (start, end) = (u64::from(call.startIndex), u64::from(call.endIndex));
+            // InvalidPaginationQuery(start, end): the node's revert, with its own data.
+            if start > end || end >= tree.next_index() || end - start + 1 > MAX_LOCAL_PAGE {
+                return None;
+            }
+            let leaves = (start..=end)
+                .map(|i| tree.get(i).map(|leaf| to_u256(&leaf)))
+                .collect::<Result<Vec<_>, _>>()
+                .ok()?;
+            C::getRateCommitmentsInRangeBoundsInclusiveCall::abi_encode_returns(&leaves)
+        }
+        _ => return None,
+    };
+    Some(encoded.into())
+}
+
+/// The call `data` encodes, when it is its one canonical encoding: no extra or missing bytes,
+/// no dirty high bits in a short integer (the contract would answer those differently, or
+/// revert).
+fn exact<T: SolCall>(data: &[u8]) -> Option<T> {
+    let call = T::abi_decode_validate(data).ok()?;
+    (call.abi_encode() == data).then_some(call)
+}
