@@ -71,12 +71,11 @@ pub(crate) fn classify(error: &RpcError<TransportErrorKind>) -> Failure {
     match error {
         RpcError::ErrorResp(payload) => {
             let message = payload.message.to_lowercase();
-            if TOO_LARGE.iter().any(|m| message.contains(m)) {
+            // A revert first: its reason may read like a size ("Out of range").
+            let reverted = payload.code == 3 || message.contains("revert");
+            if !reverted && TOO_LARGE.iter().any(|m| message.contains(m)) {
                 Failure::TooLarge(payload.to_string())
-            } else if MALFORMED_REQUEST.contains(&payload.code)
-                || payload.code == 3
-                || message.contains("revert")
-            {
+            } else if reverted || MALFORMED_REQUEST.contains(&payload.code) {
                 Failure::Permanent {
                     code: Some(payload.code),
                     message: payload.to_string(),
