@@ -130,8 +130,7 @@ impl HeadView {
         let head = self.head.load(Ordering::Acquire);
         let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
         let max = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
-        (now.saturating_sub(seen) <= max && self.seen_ms.load(Ordering::Acquire) == seen + 1)
-            .then_some(head)
+        (now.saturating_sub(seen) <= max).then_some(head)
     }
 }
 

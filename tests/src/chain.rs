@@ -82,3 +82,51 @@ pub async fn check_proofs(follower: &Follower, block: u64, indices: &[u64]) -> u
     }
     indices.len() as u64
 }
+
+/// Every retained checkpoint of `follower` holds the node's hash of its block (nothing from an
+/// orphaned branch) and, with `roots`, the contract's root at that block; read through
+/// `direct`, a client of the node itself.
+///
+/// # Panics
+/// On a checkpoint off the chain, a wrong root, or an RPC failure.
+pub async fn assert_history_on_chain(
+    follower: &Follower,
+    direct: &ChainClient,
+    roots: bool,
+    case: &str,
+) {
+    use tree_core::History;
+    let checkpoints = follower
+        .tree()
+        .read(|t| t.checkpoints())
+        .unwrap_or_else(|e| panic!("{e}"));
+    for checkpoint in checkpoints {
+        let meta = follower::BlockMeta::decode(&checkpoint.metadata)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("{case}: checkpoint {} without a block", checkpoint.id));
+        let (hash, _) = direct
+            .header(meta.number)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("{case}: no block {}", meta.number));
+        assert_eq!(
+            meta.hash,
+            Some(hash),
+            "{case}: checkpoint {} is off the chain",
+            meta.number
+        );
+        if roots {
+            let root = direct
+                .root(BlockId::Number(meta.number.into()))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                checkpoint.root, root,
+                "{case}: root at block {}",
+                meta.number
+            );
+        }
+    }
+}

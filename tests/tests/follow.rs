@@ -6,7 +6,9 @@ use alloy::eips::BlockId;
 use chain_harness::workload::{Sent, Workload};
 use chain_harness::LocalChain;
 use follower::{contract_root, FollowError, FollowerConfig, RootCheck, SyncMode};
-use integration_tests::chain::{check_proofs, quick_retry, root_of, temp_follower};
+use integration_tests::chain::{
+    assert_history_on_chain, check_proofs, quick_retry, root_of, temp_follower,
+};
 use integration_tests::proxy::{FaultProxy, Tamper};
 use integration_tests::report;
 use rand::{Rng, SeedableRng};
@@ -189,18 +191,8 @@ async fn reorgs_rewind_to_the_common_block_and_converge() {
         let expected = contract_root(follower.client(), head).await.unwrap();
         assert_eq!(root_of(&follower), expected, "round {round}");
         // Every retained checkpoint is on the new chain.
-        for checkpoint in follower.tree().read(|t| t.checkpoints()).unwrap() {
-            let meta = follower::BlockMeta::decode(&checkpoint.metadata)
-                .unwrap()
-                .unwrap();
-            let (hash, _) = follower
-                .client()
-                .header(meta.number)
-                .await
-                .unwrap()
-                .unwrap();
-            assert_eq!(meta.hash, Some(hash), "checkpoint {} is stale", meta.number);
-        }
+        let case = format!("round {round}");
+        assert_history_on_chain(&follower, follower.client(), false, &case).await;
         reorgs += 1;
         // The shallow follower (3 checkpoints) lost the fork point: a typed error, no change.
         if round == 0 {
@@ -396,27 +388,6 @@ async fn confirmations_keep_the_follower_behind_the_head() {
     }
 }
 
-/// Every retained checkpoint's block is the node's: none from an orphaned branch.
-async fn assert_checkpoints_on_chain(follower: &follower::Follower, case: &str) {
-    for checkpoint in follower.tree().read(|t| t.checkpoints()).unwrap() {
-        let meta = follower::BlockMeta::decode(&checkpoint.metadata)
-            .unwrap()
-            .unwrap();
-        let (hash, _) = follower
-            .client()
-            .header(meta.number)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            meta.hash,
-            Some(hash),
-            "{case}: checkpoint {} is off the chain",
-            meta.number
-        );
-    }
-}
-
 /// The reorg race: the follower has applied block F+1 (a registration) and reads the logs of
 /// the empty blocks after it; a proxy holds that `eth_getLogs` answer (read from the old chain)
 /// while the chain reorgs below it — back to F, another registration in F+1', empty blocks, or
@@ -496,7 +467,7 @@ async fn a_reorg_while_a_range_is_read_never_commits_on_the_orphaned_block() {
         let expected = contract_root(&direct, last.number).await.unwrap();
         assert_eq!(root_of(&follower), expected, "{case}: orphaned root");
         assert!(follower.stats().reorgs > reorgs_before, "{case}: no rewind");
-        assert_checkpoints_on_chain(&follower, &case).await;
+        assert_history_on_chain(&follower, &direct, false, &case).await;
 
         // And it goes on from there to the head.
         let head = chain.block_number().await.unwrap();
@@ -567,7 +538,7 @@ async fn a_database_left_on_an_orphaned_block_is_rewound_on_start() {
     assert_eq!(outcome.block, head);
     assert!(outcome.rewound > head - orphaned.number, "{outcome:?}");
     assert_eq!(root_of(&restarted), expected);
-    assert_checkpoints_on_chain(&restarted, "restart").await;
+    assert_history_on_chain(&restarted, restarted.client(), false, "restart").await;
     report::record(
         "chain",
         "orphaned_database",

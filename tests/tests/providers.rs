@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 
 use chain_harness::workload::{Sent, Workload};
 use chain_harness::{LocalChain, NodeKind};
-use follower::{contract_root, ChainClient, FollowError, Follower, FollowerConfig, SyncMode};
-use integration_tests::chain::{follower_of, quick_retry, root_of, temp_follower};
+use follower::{contract_root, ChainClient, FollowError, FollowerConfig, SyncMode};
+use integration_tests::chain::{
+    assert_history_on_chain, follower_of, quick_retry, root_of, temp_follower,
+};
 use integration_tests::proxy::{FaultProxy, Refusal, Tamper};
 use integration_tests::report;
-use tree_core::{History, MerkleTree};
+use tree_core::MerkleTree;
 
 fn config(sync: SyncMode) -> FollowerConfig {
     let mut config = FollowerConfig {
@@ -64,23 +66,6 @@ fn client_of(
     ChainClient::with_providers(urls, contract, quick_retry(), quorum).unwrap()
 }
 
-/// Every retained checkpoint holds the node's hash of its block and the contract's root there.
-async fn assert_history_is_the_chains(follower: &Follower, direct: &ChainClient, case: &str) {
-    for checkpoint in follower.tree().read(|t| t.checkpoints()).unwrap() {
-        let meta = follower::BlockMeta::decode(&checkpoint.metadata)
-            .unwrap()
-            .unwrap();
-        let (hash, _) = direct.header(meta.number).await.unwrap().unwrap();
-        assert_eq!(meta.hash, Some(hash), "{case}: block {}", meta.number);
-        let root = contract_root(direct, meta.number).await.unwrap();
-        assert_eq!(
-            checkpoint.root, root,
-            "{case}: root at block {}",
-            meta.number
-        );
-    }
-}
-
 /// Two and three providers of one node through proxies; the one in use dies mid-sync (then, of
 /// three, a second one too): reads fail over, and the follower lands on the contract's root.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,7 +95,7 @@ async fn a_provider_that_dies_mid_sync_is_failed_over() {
         let health = follower.client().providers();
         assert!(health[0].errors > 0, "{health:?}");
         assert!(health[n as usize - 1].requests > 0, "{health:?}");
-        assert_history_is_the_chains(&follower, &direct, &format!("{n} providers")).await;
+        assert_history_on_chain(&follower, &direct, true, &format!("{n} providers")).await;
         failovers += 1;
     }
     report::record(
@@ -145,7 +130,7 @@ async fn a_lying_provider_is_outvoted_and_reported() {
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
             assert_eq!(outcome.block, head, "{case}");
             assert_eq!(root_of(&follower), expected, "{case}");
-            assert_history_is_the_chains(&follower, &direct, &case).await;
+            assert_history_on_chain(&follower, &direct, true, &case).await;
             let tampered = proxies[0].counts.tampered.load(Ordering::Relaxed);
             let health = follower.client().providers();
             println!("{case}: {tampered} answers tampered; {health:?}");

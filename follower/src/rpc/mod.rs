@@ -672,6 +672,15 @@ impl ChainClient {
         })
     }
 
+    /// A view at `at` (any block id, not pinned), from the preferred provider.
+    async fn view<C: SolCall>(&self, call: C, at: BlockId) -> Result<C::Return, FollowError> {
+        let call = &call;
+        self.attempt("eth_call", Purpose::Any, |i| self.call_from(i, call, at))
+            .await
+            .map(|(value, _)| value)
+            .map_err(|f| self.error("eth_call", f))
+    }
+
     /// Fails with [`Failure::Reorged`] unless provider `i` still has `block` at its number.
     async fn still_there(&self, i: usize, block: BlockRef) -> Result<(), Failure> {
         match self.header_from(i, block.number).await? {
@@ -765,11 +774,7 @@ impl ChainClient {
     /// # Errors
     /// Unavailable node, refused call, a non-canonical root.
     pub async fn root(&self, at: BlockId) -> Result<Fr, FollowError> {
-        let call = &IMembershipSet::rootCall {};
-        let (root, _) = self
-            .attempt("eth_call", Purpose::Any, |i| self.call_from(i, call, at))
-            .await
-            .map_err(|f| self.error("eth_call", f))?;
+        let root = self.view(IMembershipSet::rootCall {}, at).await?;
         canonical(root, "root()").map_err(|reason| FollowError::Refused {
             method: "eth_call",
             provider: self.names(),
@@ -794,12 +799,10 @@ impl ChainClient {
     /// # Errors
     /// Unavailable node, refused call.
     pub async fn deployed_block(&self) -> Result<u64, FollowError> {
-        let call = &IMembershipSet::deployedBlockNumberCall {};
         let at = BlockId::Number(BlockNumberOrTag::Latest);
-        let (n, _) = self
-            .attempt("eth_call", Purpose::Any, |i| self.call_from(i, call, at))
-            .await
-            .map_err(|f| self.error("eth_call", f))?;
+        let n = self
+            .view(IMembershipSet::deployedBlockNumberCall {}, at)
+            .await?;
         Ok(u64::from(n))
     }
 
@@ -833,14 +836,10 @@ impl ChainClient {
     /// # Errors
     /// Unavailable node, refused call.
     pub async fn merkle_proof(&self, index: u64, at: BlockId) -> Result<Vec<U256>, FollowError> {
-        let call = &IMembershipSet::getMerkleProofCall {
+        let call = IMembershipSet::getMerkleProofCall {
             index: alloy::primitives::Uint::<40, 1>::from(index),
         };
-        let (path, _) = self
-            .attempt("eth_call", Purpose::Any, |i| self.call_from(i, call, at))
-            .await
-            .map_err(|f| self.error("eth_call", f))?;
-        Ok(path.to_vec())
+        Ok(self.view(call, at).await?.to_vec())
     }
 }
 

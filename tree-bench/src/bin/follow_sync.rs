@@ -2,7 +2,10 @@
 //! 1. sync of ≥ 10^4 registrations over ≥ 1,000 blocks, by event replay and by state sync: wall
 //!    time, blocks/s, members/s, and the split between waiting on the node, decoding, applying;
 //! 2. proofs: `GET /proof/{i}` from `canopy follow --serve` against the contract's
-//!    `getMerkleProof(i)` by `eth_call` on the same node, 8 concurrent clients, same run.
+//!    `getMerkleProof(i)` by `eth_call` on the same node, 8 concurrent clients, same run;
+//! 3. the JSON-RPC endpoint: `eth_call` of `getMerkleProof(i)` and `root()` through Canopy and
+//!    straight to the node with alloy's provider (8 keep-alive clients), and what Canopy adds to
+//!    a forwarded call (`eth_blockNumber`).
 //!
 //! `cargo build --release -p canopy && cargo run --release -p tree-bench --bin follow_sync`
 //! (`-- --blocks B --per-block N --requests R`).
@@ -160,7 +163,6 @@ async fn main() {
         }
     })
     .await;
-    drop(server);
     println!(
         "\n## Proofs of {members} members, 8 concurrent clients, {requests} requests each way\n"
     );
@@ -183,5 +185,102 @@ async fn main() {
         theirs.p50.as_secs_f64() / ours.p50.as_secs_f64(),
         theirs.p99.as_secs_f64() / ours.p99.as_secs_f64(),
         ours.throughput / theirs.throughput
+    );
+    jsonrpc_figures(port, chain.url(), contract, members, requests).await;
+    let (_, scrape) = loopback::request(port, "GET", "/metrics", "").await;
+    let local: f64 = scrape
+        .lines()
+        .filter(|l| {
+            l.starts_with("canopy_jsonrpc_requests_total") && l.contains("source=\"local\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(
+        local >= (2 * requests) as f64,
+        "only {local} calls answered locally"
+    );
+    drop(server);
+}
+
+/// `eth_call`s through Canopy's JSON-RPC endpoint and straight to the node, side by side;
+/// prints the table.
+async fn jsonrpc_figures(
+    port: u16,
+    node: &url::Url,
+    contract: alloy::primitives::Address,
+    members: u64,
+    requests: u64,
+) {
+    use alloy::providers::{Provider, RootProvider};
+    use alloy::rpc::types::{TransactionInput, TransactionRequest};
+    use alloy::sol_types::SolCall;
+    use follower::profile::IMembershipSet as C;
+
+    let via: RootProvider =
+        RootProvider::new_http(format!("http://127.0.0.1:{port}").parse().unwrap());
+    let direct: RootProvider = RootProvider::new_http(node.clone());
+    let call = move |i: u64, proof: bool| {
+        let data = if proof {
+            C::getMerkleProofCall {
+                index: alloy::primitives::Uint::from((i * 7919) % members),
+            }
+            .abi_encode()
+        } else {
+            C::rootCall {}.abi_encode()
+        };
+        TransactionRequest::default()
+            .to(contract)
+            .input(TransactionInput::new(data.into()))
+    };
+    println!("\n## eth_call through Canopy's JSON-RPC endpoint and straight to the node, 8 keep-alive clients (alloy), {requests} calls each way\n");
+    println!("| call | Canopy p50 | Canopy p99 | Canopy calls/s | node p50 | node p99 | node calls/s | p50 ratio | calls/s ratio |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (label, proof) in [("getMerkleProof(i)", true), ("root()", false)] {
+        let mut rows = Vec::new();
+        for provider in [via.clone(), direct.clone()] {
+            rows.push(
+                load(8, requests, move |i| {
+                    let provider = provider.clone();
+                    async move {
+                        provider.call(call(i, proof)).await.unwrap();
+                    }
+                })
+                .await,
+            );
+        }
+        let (ours, theirs) = (rows[0], rows[1]);
+        println!(
+            "| `{label}` | {:.0} µs | {:.0} µs | {:.0} | {:.0} µs | {:.0} µs | {:.0} | {:.1}x | {:.1}x |",
+            ours.p50.as_secs_f64() * 1e6,
+            ours.p99.as_secs_f64() * 1e6,
+            ours.throughput,
+            theirs.p50.as_secs_f64() * 1e6,
+            theirs.p99.as_secs_f64() * 1e6,
+            theirs.throughput,
+            theirs.p50.as_secs_f64() / ours.p50.as_secs_f64(),
+            ours.throughput / theirs.throughput,
+        );
+    }
+    let mut rows = Vec::new();
+    for provider in [via, direct] {
+        rows.push(
+            load(8, requests, move |_| {
+                let provider = provider.clone();
+                async move {
+                    provider.get_block_number().await.unwrap();
+                }
+            })
+            .await,
+        );
+    }
+    println!(
+        "| `eth_blockNumber` (forwarded) | {:.0} µs | {:.0} µs | {:.0} | {:.0} µs | {:.0} µs | {:.0} | added at p50: {:.0} µs | |",
+        rows[0].p50.as_secs_f64() * 1e6,
+        rows[0].p99.as_secs_f64() * 1e6,
+        rows[0].throughput,
+        rows[1].p50.as_secs_f64() * 1e6,
+        rows[1].p99.as_secs_f64() * 1e6,
+        rows[1].throughput,
+        (rows[0].p50.as_secs_f64() - rows[1].p50.as_secs_f64()) * 1e6,
     );
 }
