@@ -69,7 +69,7 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
     let client = ChainClient::with_providers(urls, contract, retry, config.quorum)
         .map_err(CliError::from)?;
     let status = Arc::new(SyncStatus::following(client.clone()));
-    // What `latest` is for the JSON-RPC endpoint: the head each step saw.
+    // What `latest` is for the JSON-RPC endpoint: the node's head, watched while serving.
     let head = Arc::new(eth_endpoint::HeadView::default());
     let mut follower =
         Follower::new(client, follower_config, shared.clone()).map_err(CliError::from)?;
@@ -93,6 +93,11 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
                 metrics,
             )
             .with_jsonrpc(endpoint);
+            tokio::spawn(eth_endpoint::watch_head(
+                follower.client().clone(),
+                head.clone(),
+                Duration::from_millis(config.jsonrpc.head_poll_ms.max(1)),
+            ));
             let shutdown = shutdown.clone();
             tokio::spawn(async move {
                 if let Err(e) = crate::serve::serve(listen, app, shutdown).await {
@@ -103,14 +108,10 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
         let mut report = Report::new(human_progress, summary_every);
         let mut on_step = |step: Result<&StepOutcome, &FollowError>| match step {
             Ok(outcome) => {
-                head.observed(outcome.head);
                 status.stepped(outcome);
                 report.step(outcome, shared.read(MerkleTree::next_index));
             }
-            Err(e) => {
-                head.forget();
-                status.failed(&e.to_string());
-            }
+            Err(e) => status.failed(&e.to_string()),
         };
         let outcome = match once {
             Some(deadline) => {

@@ -183,7 +183,7 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     let config = dir.path().join("canopy.toml");
     std::fs::write(
         &config,
-        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nmax_batch = 100\n",
+        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\nmax_batch = 100\n",
     )
     .unwrap();
     let db = dir.path().join("db");
@@ -270,9 +270,20 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
         let request = TransactionRequest::default()
             .to(contract)
             .input(TransactionInput::new(data.into()));
-        let a = ours.call(request.clone()).await.map_err(|e| e.to_string());
-        let b = theirs.call(request).await.map_err(|e| e.to_string());
-        assert_eq!(a, b);
+        // alloy's default block is `pending` (forwarded); nwaku asks `latest` (the mirror's).
+        for block in [None, Some(alloy::eips::BlockId::latest())] {
+            let (a, b) = match block {
+                None => (
+                    ours.call(request.clone()).await,
+                    theirs.call(request.clone()).await,
+                ),
+                Some(at) => (
+                    ours.call(request.clone()).block(at).await,
+                    theirs.call(request.clone()).block(at).await,
+                ),
+            };
+            assert_eq!(a.map_err(|e| e.to_string()), b.map_err(|e| e.to_string()));
+        }
     }
     assert_eq!(
         ours.get_chain_id().await.unwrap(),

@@ -5,9 +5,9 @@
 //!
 //! - **Answered here**: `eth_chainId` (the database's chain), and `eth_call` to the followed
 //!   contract whose calldata is exactly one of the views in [`views`], at a block whose state
-//!   the tree holds: its block number or hash, or `latest` while the follower last saw that
-//!   block as the node's head less than [`EndpointConfig::latest_max_age_ms`] ago (see
-//!   [`HeadView`]). Calls that would revert, and call objects that could change the answer
+//!   the tree holds: its block number or hash, or `latest` while that block was the node's
+//!   head less than [`EndpointConfig::latest_max_age_ms`] ago (see [`HeadView`],
+//!   [`watch_head`]). Calls that would revert, and call objects that could change the answer
 //!   ([`call`]), go to the node, so their answers are the node's own.
 //! - **Forwarded** unchanged (method, params; the id is kept): the methods of
 //!   [`EndpointConfig::forward`], through the follower's providers with their failover.
@@ -20,7 +20,8 @@
 //! # async fn example(tree: std::sync::Arc<follower::FollowedTree>, client: follower::ChainClient) {
 //! use std::sync::Arc;
 //! use eth_endpoint::{Endpoint, EndpointConfig, HeadView};
-//! let head = Arc::new(HeadView::default()); // the follow loop calls head.observed(..) each step
+//! let head = Arc::new(HeadView::default());
+//! tokio::spawn(eth_endpoint::watch_head(client.clone(), head.clone(), std::time::Duration::from_millis(250)));
 //! let endpoint = Endpoint::new(tree, Some(client), head, EndpointConfig::default());
 //! let answer = endpoint
 //!     .handle(br#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}"#)
@@ -54,9 +55,11 @@ pub struct EndpointConfig {
     pub forward: Vec<String>,
     /// Most requests in one batch; a larger batch is refused whole (`-32600`).
     pub max_batch: usize,
-    /// `latest` is the tree's block while the follower saw that block as the node's head less
-    /// than this many milliseconds ago; otherwise `latest` calls are forwarded.
+    /// `latest` is the tree's block while it was the node's head less than this many
+    /// milliseconds ago; otherwise `latest` calls are forwarded.
     pub latest_max_age_ms: u64,
+    /// How often the node's head is asked (`eth_blockNumber`) while serving.
+    pub head_poll_ms: u64,
 }
 
 impl Default for EndpointConfig {
@@ -86,12 +89,13 @@ impl Default for EndpointConfig {
         Self {
             forward: forward.iter().map(|m| (*m).to_owned()).collect(),
             max_batch: 100,
-            latest_max_age_ms: 3_000,
+            latest_max_age_ms: 1_500,
+            head_poll_ms: 250,
         }
     }
 }
 
-/// The node's head as the follower last saw it, and when: what `latest` means here.
+/// The node's head as last seen, and when: what `latest` means here. [`watch_head`] keeps it.
 #[derive(Debug)]
 pub struct HeadView {
     epoch: Instant,
@@ -111,9 +115,16 @@ impl Default for HeadView {
 }
 
 impl HeadView {
-    /// The follower asked the node its head and was told `head`.
+    /// The node was asked its head now and answered `head`.
     pub fn observed(&self, head: u64) {
-        let ms = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
+        self.observed_at(head, Instant::now());
+    }
+
+    /// The node was asked its head at `asked` and answered `head`: the answer is as old as the
+    /// question, however long the node took.
+    pub fn observed_at(&self, head: u64, asked: Instant) {
+        let since = asked.saturating_duration_since(self.epoch);
+        let ms = u64::try_from(since.as_millis()).unwrap_or(u64::MAX - 1);
         self.head.store(head, Ordering::Release);
         self.seen_ms.store(ms + 1, Ordering::Release);
     }
@@ -131,6 +142,20 @@ impl HeadView {
         let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
         let max = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
         (now.saturating_sub(seen) <= max).then_some(head)
+    }
+}
+
+/// Asks the node's head every `every` and records it in `head` (forgets it while the node does
+/// not answer), so `latest` is answered here only while the tree's block is the node's head.
+/// Runs until the task is dropped.
+pub async fn watch_head(client: ChainClient, head: Arc<HeadView>, every: Duration) {
+    loop {
+        let asked = Instant::now();
+        match client.head().await {
+            Ok(number) => head.observed_at(number, asked),
+            Err(_) => head.forget(),
+        }
+        tokio::time::sleep(every).await;
     }
 }
 

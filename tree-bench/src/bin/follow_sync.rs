@@ -242,7 +242,13 @@ async fn jsonrpc_figures(
                 load(8, requests, move |i| {
                     let provider = provider.clone();
                     async move {
-                        provider.call(call(i, proof)).await.unwrap();
+                        // `latest`, as nwaku asks (alloy's default is `pending`, which the
+                        // node answers).
+                        provider
+                            .call(call(i, proof))
+                            .block(alloy::eips::BlockId::latest())
+                            .await
+                            .unwrap();
                     }
                 })
                 .await,
