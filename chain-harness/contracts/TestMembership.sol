@@ -6,7 +6,10 @@ pragma solidity ^0.8.24;
 // PoseidonT3(idCommitment, rateLimit), built on the same npm libraries. Deposits, prices and
 // expiry timers are left out: they never touch the tree. Erasure, as in WakuRlnV2, is lazy
 // (the leaf stays until its index is reused) or full (the leaf is set to 0), and both emit the
-// same event; freed indices are reused last-in first-out.
+// same event; freed indices are reused last-in first-out. The root history is the newest
+// contract's (logos-messaging-rlnv2-contract): a root stored at the end of every register and
+// of every full-erasure call that erased anything, never for lazy erasures, duplicates kept;
+// `getRecentRoots()`, `getRootAt(uint8)`, `getMembershipInfo` and `isInMembershipSet` as there.
 
 import {InternalLazyIMT, LazyIMTData} from "@zk-kit/imt.sol/internal/InternalLazyIMT.sol";
 import {PoseidonT3} from "poseidon-solidity/PoseidonT3.sol";
@@ -22,6 +25,14 @@ contract TestMembership {
     /// When true the second word of MembershipRegistered is the rate commitment (the older
     /// revision of WakuRlnV2's event), otherwise the rate limit (the current one).
     bool public immutable emitsRateCommitment;
+    /// The older revision keeps no root history: its HISTORY_SIZE, getRecentRoots and
+    /// getRootAt revert as missing functions would, and it emits no RootStored.
+    bool internal immutable storesRoots;
+
+    uint8 internal constant ROOTS_KEPT = 5;
+    uint256[ROOTS_KEPT] private recentRoots;
+    uint8 private rootIndex;
+    bool private rootsInitialized;
 
     struct Membership {
         uint32 rateLimit;
@@ -35,6 +46,7 @@ contract TestMembership {
     event MembershipRegistered(uint256 idCommitment, uint256 membershipRateLimit, uint32 index);
     event MembershipExpired(uint256 idCommitment, uint32 membershipRateLimit, uint32 index);
     event MembershipErased(uint256 idCommitment, uint32 membershipRateLimit, uint32 index);
+    event RootStored(uint256 newRoot);
 
     error InvalidIdCommitment(uint256 idCommitment);
     error InvalidPaginationQuery(uint256 startIndex, uint256 endIndex);
@@ -42,6 +54,7 @@ contract TestMembership {
 
     constructor(bool _emitsRateCommitment) {
         emitsRateCommitment = _emitsRateCommitment;
+        storesRoots = !_emitsRateCommitment;
         deployedBlockNumber = uint32(block.number);
         InternalLazyIMT._init(merkleTree, MERKLE_TREE_DEPTH);
     }
@@ -79,6 +92,62 @@ contract TestMembership {
 
     function root() public view returns (uint256) {
         return InternalLazyIMT._root(merkleTree, MERKLE_TREE_DEPTH);
+    }
+
+    function HISTORY_SIZE() external view returns (uint8) {
+        require(storesRoots);
+        return ROOTS_KEPT;
+    }
+
+    function _storeNewRoot(uint256 newRoot) internal {
+        if (!storesRoots) return;
+        if (!rootsInitialized) {
+            recentRoots[0] = newRoot;
+            rootIndex = 1;
+            rootsInitialized = true;
+        } else {
+            recentRoots[rootIndex] = newRoot;
+            rootIndex = (rootIndex + 1) % ROOTS_KEPT;
+        }
+        emit RootStored(newRoot);
+    }
+
+    function getRecentRoots() external view returns (uint256[ROOTS_KEPT] memory ordered) {
+        require(storesRoots);
+        if (!rootsInitialized) {
+            return ordered;
+        }
+        uint8 index = rootIndex;
+        for (uint8 i = 0; i < ROOTS_KEPT; i++) {
+            uint8 idx = (index + ROOTS_KEPT - 1 - i) % ROOTS_KEPT;
+            ordered[i] = recentRoots[idx];
+        }
+    }
+
+    function getRootAt(uint8 position) external view returns (uint256) {
+        require(storesRoots);
+        require(position < ROOTS_KEPT, "Out of range");
+        require(rootsInitialized, "No roots yet");
+        uint8 index = (rootIndex + ROOTS_KEPT - 1 - position) % ROOTS_KEPT;
+        return recentRoots[index];
+    }
+
+    function isInMembershipSet(uint256 idCommitment) public view returns (bool) {
+        (,, uint256 rateCommitment) = getMembershipInfo(idCommitment);
+        return rateCommitment != 0;
+    }
+
+    /// (rate limit, index, rate commitment), the last read from the tree as the contract does.
+    function getMembershipInfo(uint256 idCommitment) public view returns (uint32, uint32, uint256) {
+        Membership memory membership = memberships[idCommitment];
+        if (membership.rateLimit == 0) {
+            return (0, 0, 0);
+        }
+        return (
+            membership.rateLimit,
+            membership.index,
+            merkleTree.elements[InternalLazyIMT._indexForElement(0, membership.index)]
+        );
     }
 
     function getRateCommitmentsInRangeBoundsInclusive(uint32 startIndex, uint32 endIndex)
@@ -153,10 +222,12 @@ contract TestMembership {
             InternalLazyIMT._insert(merkleTree, rateCommitment);
             nextFreeIndex += 1;
         }
+        _storeNewRoot(root());
         emit MembershipRegistered(idCommitment, emitsRateCommitment ? rateCommitment : uint256(rateLimit), index);
     }
 
     function _erase(uint256[] calldata idCommitments, bool eraseFromMembershipSet, bool expired) internal {
+        bool treeModified = false;
         for (uint256 i = 0; i < idCommitments.length; i++) {
             Membership memory membership = memberships[idCommitments[i]];
             if (membership.rateLimit == 0) revert MembershipDoesNotExist(idCommitments[i]);
@@ -164,7 +235,11 @@ contract TestMembership {
             delete memberships[idCommitments[i]];
             if (expired) emit MembershipExpired(idCommitments[i], membership.rateLimit, membership.index);
             emit MembershipErased(idCommitments[i], membership.rateLimit, membership.index);
-            if (eraseFromMembershipSet) InternalLazyIMT._update(merkleTree, 0, membership.index);
+            if (eraseFromMembershipSet) {
+                InternalLazyIMT._update(merkleTree, 0, membership.index);
+                treeModified = true;
+            }
         }
+        if (treeModified) _storeNewRoot(root());
     }
 }

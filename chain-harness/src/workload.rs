@@ -51,6 +51,12 @@ impl Workload {
         self.rng = StdRng::seed_from_u64(seed);
     }
 
+    /// The id commitments of the members the model holds (registered, not erased).
+    #[must_use]
+    pub fn member_ids(&self) -> &[U256] {
+        &self.active
+    }
+
     /// Members the model holds.
     #[must_use]
     pub fn members(&self) -> usize {

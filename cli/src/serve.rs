@@ -33,7 +33,7 @@ use tree_engines::SharedDbTree;
 
 use crate::config::{CanopyConfig, ServerConfig};
 use crate::events::{fr_hex, read_blocks_from};
-use crate::ops::{apply_block_shared, last_block, not_a_member, open, repair_checkpoint};
+use crate::ops::{self, apply_block_shared, last_block, not_a_member, open, repair_checkpoint};
 use crate::shutdown::Shutdown;
 use crate::status::SyncStatus;
 use crate::telemetry::{DB_SIZE_BYTES, HTTP_REJECTED, HTTP_REQUEST_SECONDS};
@@ -278,7 +278,7 @@ async fn verify(State(app): State<AppState>, body: Result<Json<Value>, JsonRejec
         )
             .into_response();
     };
-    let roots = match app.tree.read(|t| t.roots()) {
+    let roots = match app.tree.read(acceptable_roots) {
         Ok(roots) => roots,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
     };
@@ -325,8 +325,25 @@ async fn root(State(app): State<AppState>) -> Json<Value> {
     }))
 }
 
+/// The roots a proof may be made against: the tree's window (one root per retained block) and,
+/// for a contract with a root history, the roots it keeps (one per tree-changing call), so every
+/// root a verifier seeded from `getRecentRoots()` accepts is accepted here too.
+fn acceptable_roots(tree: &ops::Tree) -> Result<Vec<hasher::Fr>, tree_engines::DbTreeError> {
+    let mut roots = tree.roots()?;
+    let history = follower::BlockMeta::decode(&tree.metadata()?)
+        .ok()
+        .flatten()
+        .and_then(|meta| meta.roots);
+    for root in history.iter().flat_map(|h| h.roots()) {
+        if !roots.contains(root) {
+            roots.push(*root);
+        }
+    }
+    Ok(roots)
+}
+
 async fn roots(State(app): State<AppState>) -> Response {
-    match app.tree.read(|t| t.roots()) {
+    match app.tree.read(acceptable_roots) {
         Ok(roots) => {
             Json(json!({"roots": roots.iter().map(fr_hex).collect::<Vec<_>>()})).into_response()
         }

@@ -172,7 +172,7 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
         "commits since the first sync vs blocks committed in {}..={head}",
         head_before + 1
     );
-    let topics = follower::ContractProfile::default().topics();
+    let topics = follower::ContractProfile::default().topics(false);
     let logs = client.logs(head_before + 1, head, &topics).await.unwrap();
     let mut event_blocks: Vec<u64> = logs.iter().filter_map(|l| l.block_number).collect();
     event_blocks.dedup();

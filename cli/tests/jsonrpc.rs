@@ -3,15 +3,16 @@
 //! lazy and full erasures, reuse) and through a reorg, the contract's views by `eth_call` —
 //! at `latest`, at the block's number and at its hash, with valid, out-of-range and reverting
 //! arguments, in nwaku's and in minimal call objects, singly and in batches mixed with forwarded
-//! methods — get exactly the node's answer from Canopy; alloy's provider reads the same; and the
-//! metrics show the views were answered locally.
+//! methods — get exactly the node's answer from Canopy; alloy's provider (Rust) and viem (npm,
+//! Node) read the same, viem's registration sent through Canopy lands; and the metrics show the
+//! views, the root history's among them, were answered locally.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{Address, Bytes};
+use alloy::primitives::{Address, Bytes, U256};
 use alloy::providers::{Provider, RootProvider};
 use alloy::rpc::types::{TransactionInput, TransactionRequest};
 use alloy::sol_types::SolCall;
@@ -78,8 +79,8 @@ fn hex(data: &[u8]) -> String {
 }
 
 /// The calls compared after a block: every view, with members, freed, unused, out-of-range and
-/// reverting arguments.
-fn view_calls(members: u64, rng: &mut rand::rngs::StdRng) -> Vec<Vec<u8>> {
+/// reverting arguments; `ids` are members' id commitments.
+fn view_calls(members: u64, ids: &[U256], rng: &mut rand::rngs::StdRng) -> Vec<Vec<u8>> {
     let any = |rng: &mut rand::rngs::StdRng| rng.gen_range(0..members.max(1) + 3);
     let mut calls = vec![
         C::rootCall {}.abi_encode(),
@@ -105,6 +106,24 @@ fn view_calls(members: u64, rng: &mut rand::rngs::StdRng) -> Vec<Vec<u8>> {
             }
             .abi_encode(),
         );
+    }
+    // The root history: every position, past the end ("Out of range"), before any root
+    // ("No roots yet").
+    calls.push(C::HISTORY_SIZECall {}.abi_encode());
+    calls.push(C::getRecentRootsCall {}.abi_encode());
+    for position in [rng.gen_range(0..5), rng.gen_range(5..=255), 0] {
+        calls.push(C::getRootAtCall { position }.abi_encode());
+    }
+    // Members by id: a member, an id never registered.
+    let unknown = U256::from(rng.gen::<u64>());
+    for id in [
+        ids.get(rng.gen_range(0..ids.len().max(1)))
+            .copied()
+            .unwrap_or(unknown),
+        unknown,
+    ] {
+        calls.push(C::isInMembershipSetCall { idCommitment: id }.abi_encode());
+        calls.push(C::getMembershipInfoCall { idCommitment: id }.abi_encode());
     }
     // Calldata with a byte too many: not the view's canonical encoding.
     let mut long = C::rootCall {}.abi_encode();
@@ -183,7 +202,7 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     let config = dir.path().join("canopy.toml");
     std::fs::write(
         &config,
-        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\nmax_batch = 100\n",
+        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\nmax_batch = 200\n",
     )
     .unwrap();
     let db = dir.path().join("db");
@@ -238,7 +257,7 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
         until_applied(canopy, head).await;
         let at = direct.block(head).await.unwrap();
         let members = direct.next_free_index(at).await.unwrap();
-        let calls = view_calls(members, &mut rng);
+        let calls = view_calls(members, workload.member_ids(), &mut rng);
         let mut tags = vec![
             json!("latest"),
             json!(format!("{head:#x}")),
@@ -266,7 +285,7 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     let ours: RootProvider =
         RootProvider::new_http(format!("http://127.0.0.1:{canopy}").parse().unwrap());
     let theirs: RootProvider = RootProvider::new_http(chain.url().clone());
-    for data in view_calls(40, &mut rng).into_iter().take(5) {
+    for data in view_calls(40, workload.member_ids(), &mut rng) {
         let request = TransactionRequest::default()
             .to(contract)
             .input(TransactionInput::new(data.into()));
@@ -294,6 +313,100 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
         theirs.get_block_number().await.unwrap()
     );
 
+    // viem (npm), a client in another language: every view with random arguments, one by one
+    // and as one JSON-RPC batch, through Canopy and straight to the node; then a registration
+    // viem signs and sends through Canopy (eth_sendRawTransaction) lands, and the next answers
+    // show it.
+    let recent_roots = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "eth_call",
+        "params": [{"to": contract, "data": hex(&C::getRecentRootsCall {}.abi_encode())}, "latest"],
+    });
+    let roots_before = ask(canopy, recent_roots.clone()).await;
+    let new_id = U256::from(rng.gen::<u64>()) + U256::from(1u8);
+    let ids: Vec<String> = workload
+        .member_ids()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let args = vec![
+        chain_harness::LocalChain::node_dir()
+            .join("viem-client.js")
+            .display()
+            .to_string(),
+        format!("http://127.0.0.1:{canopy}"),
+        chain.url().to_string(),
+        contract.to_string(),
+        serde_json::to_string(&ids).unwrap(),
+        "7".into(),
+        "--register".into(),
+        new_id.to_string(),
+        "9".into(),
+    ];
+    let out = blocking(move || {
+        std::process::Command::new("node")
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "viem: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let viem: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(viem["mismatches"], json!([]), "{viem}");
+    assert!(viem["compared"].as_u64().unwrap() >= 16 && viem["batched"] == viem["compared"]);
+    let tx = viem["tx"].as_str().unwrap().to_owned();
+    let mined = chain.mine().await.unwrap();
+    until_applied(canopy, mined).await;
+    let receipt = ask(
+        canopy,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "eth_getTransactionReceipt", "params": [tx]}),
+    )
+    .await;
+    assert_eq!(receipt["result"]["status"], "0x1", "{receipt}");
+    let after_calls = [
+        C::getRecentRootsCall {}.abi_encode(),
+        C::isInMembershipSetCall {
+            idCommitment: new_id,
+        }
+        .abi_encode(),
+        C::nextFreeIndexCall {}.abi_encode(),
+    ];
+    compared += compare(
+        canopy,
+        node,
+        contract,
+        &after_calls,
+        &[json!("latest")],
+        "after the registration sent through Canopy",
+    )
+    .await;
+    assert_ne!(ask(canopy, recent_roots).await, roots_before);
+
+    // The root history is the mirror's answer: every call of these is local.
+    let history_calls = [
+        C::HISTORY_SIZECall {}.abi_encode(),
+        C::getRecentRootsCall {}.abi_encode(),
+        C::getRootAtCall { position: 4 }.abi_encode(),
+    ];
+    let before = blocking(move || http(canopy, "GET", "/metrics", None))
+        .await
+        .1;
+    let head = chain.block_number().await.unwrap();
+    let tags = [json!("latest"), json!(format!("{head:#x}"))];
+    let asked = compare(canopy, node, contract, &history_calls, &tags, "history").await;
+    let after = blocking(move || http(canopy, "GET", "/metrics", None))
+        .await
+        .1;
+    let local_of =
+        |scrape: &str| counter(scrape, "canopy_jsonrpc_requests_total", "source=\"local\"");
+    // Each call is asked singly and again in the batch, whose extra eth_chainId is local too
+    // (its eth_blockNumber is forwarded).
+    assert_eq!(local_of(&after) - local_of(&before), (2 * asked + 1) as f64);
+
     // Never an open proxy; batches within their limit.
     let answer = ask(
         canopy,
@@ -307,7 +420,7 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     )
     .await;
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
-    let big: Vec<Value> = (0..101)
+    let big: Vec<Value> = (0..201)
         .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "eth_chainId"}))
         .collect();
     let answer = ask(canopy, Value::Array(big)).await;

@@ -327,7 +327,7 @@ impl Endpoint {
                     if !holds {
                         return None;
                     }
-                    views::answer(t, &call.data)
+                    views::answer(t, &meta, &call.data)
                 });
                 result.map(|bytes| json!(bytes))
             }

@@ -1,13 +1,15 @@
 //! The followed contract's views, answered from the tree: `root()`, `nextFreeIndex()`,
 //! `MERKLE_TREE_DEPTH()`, `getMerkleProof(uint40)` and
-//! `getRateCommitmentsInRangeBoundsInclusive(uint32,uint32)`, ABI-encoded as the contract
-//! returns them. Calldata that is not exactly one of them (another selector, extra or short
+//! `getRateCommitmentsInRangeBoundsInclusive(uint32,uint32)`, and for a contract with a root
+//! history `HISTORY_SIZE()`, `getRecentRoots()` and `getRootAt(uint8)` (from the history in the
+//! block's metadata), ABI-encoded as the contract returns them. Calldata that is not exactly one of them (another selector, extra or short
 //! bytes, unclean words), and calls the contract would revert, are not answered here: the node
 //! answers them, so their errors are its own.
 
 use alloy::primitives::{Bytes, U256};
 use alloy::sol_types::SolCall;
 use follower::profile::{to_u256, IMembershipSet as C};
+use follower::{BlockMeta, HISTORY_SIZE};
 use hasher::PoseidonHasher;
 use tree_core::MerkleTree;
 use tree_engines::DbTree;
@@ -16,9 +18,10 @@ use tree_engines::DbTree;
 /// page goes to the node, whose gas limit decides.
 pub const MAX_LOCAL_PAGE: u64 = 10_000;
 
-/// The encoded result of the view `data` calls, from `tree`; `None` when the node must answer.
+/// The encoded result of the view `data` calls, from `tree` and its last block's `meta`; `None`
+/// when the node must answer.
 #[must_use]
-pub fn answer(tree: &DbTree<PoseidonHasher>, data: &[u8]) -> Option<Bytes> {
+pub fn answer(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, data: &[u8]) -> Option<Bytes> {
     let selector: [u8; 4] = data.get(..4)?.try_into().ok()?;
     let encoded = match selector {
         C::rootCall::SELECTOR => {
@@ -63,6 +66,22 @@ pub fn answer(tree: &DbTree<PoseidonHasher>, data: &[u8]) -> Option<Bytes> {
                 .collect::<Result<Vec<_>, _>>()
                 .ok()?;
             C::getRateCommitmentsInRangeBoundsInclusiveCall::abi_encode_returns(&leaves)
+        }
+        C::HISTORY_SIZECall::SELECTOR => {
+            exact::<C::HISTORY_SIZECall>(data)?;
+            meta.roots?;
+            C::HISTORY_SIZECall::abi_encode_returns(&u8::try_from(HISTORY_SIZE).ok()?)
+        }
+        C::getRecentRootsCall::SELECTOR => {
+            exact::<C::getRecentRootsCall>(data)?;
+            let recent = meta.roots?.recent_roots().map(|r| to_u256(&r));
+            C::getRecentRootsCall::abi_encode_returns(&recent)
+        }
+        C::getRootAtCall::SELECTOR => {
+            let call = exact::<C::getRootAtCall>(data)?;
+            // "Out of range", "No roots yet": the node's reverts.
+            let root = meta.roots?.root_at(call.position).ok()?;
+            C::getRootAtCall::abi_encode_returns(&to_u256(&root))
         }
         _ => return None,
     };

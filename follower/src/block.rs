@@ -6,6 +6,7 @@ use hasher::{Fr, PoseidonHasher};
 use tree_core::UpdateBatch;
 use tree_engines::SharedDbTree as SharedTree;
 
+use crate::roots::{RootHistory, HISTORY_SIZE};
 use crate::FollowError;
 
 /// The chain and contract a followed database mirrors.
@@ -26,11 +27,15 @@ pub struct BlockMeta {
     pub hash: Option<B256>,
     /// The chain and contract, when the block came from a follower.
     pub binding: Option<ChainBinding>,
+    /// The contract's root history after the block, when the contract keeps one.
+    pub roots: Option<RootHistory>,
 }
 
 const MAGIC: &[u8; 4] = b"CNB1";
 const FLAG_HASH: u8 = 1;
 const FLAG_BINDING: u8 = 2;
+const FLAG_ROOTS: u8 = 4;
+/// The fixed part; with [`FLAG_ROOTS`] a count byte and that many 32-byte roots follow.
 const ENCODED_LEN: usize = 4 + 1 + 8 + 32 + 8 + 20;
 
 impl BlockMeta {
@@ -41,10 +46,12 @@ impl BlockMeta {
             number,
             hash: None,
             binding: None,
+            roots: None,
         }
     }
 
-    /// The stored bytes: `CNB1`, flags, number (BE), hash, chain id (BE), contract.
+    /// The stored bytes: `CNB1`, flags, number (BE), hash, chain id (BE), contract; then, with a
+    /// root history, its length and roots (BE, newest first).
     #[must_use]
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(ENCODED_LEN);
@@ -54,7 +61,8 @@ impl BlockMeta {
                 FLAG_BINDING
             } else {
                 0
-            };
+            }
+            | if self.roots.is_some() { FLAG_ROOTS } else { 0 };
         out.push(flags);
         out.extend_from_slice(&self.number.to_be_bytes());
         out.extend_from_slice(self.hash.unwrap_or_default().as_slice());
@@ -64,6 +72,12 @@ impl BlockMeta {
         });
         out.extend_from_slice(&binding.chain_id.to_be_bytes());
         out.extend_from_slice(binding.contract.as_slice());
+        if let Some(history) = &self.roots {
+            out.push(history.len());
+            for root in history.roots() {
+                out.extend_from_slice(&hasher::fr_to_be_bytes(root));
+            }
+        }
         out
     }
 
@@ -79,18 +93,36 @@ impl BlockMeta {
         if let Ok(number) = <[u8; 8]>::try_from(bytes) {
             return Ok(Some(Self::number(u64::from_be_bytes(number))));
         }
-        if bytes.len() != ENCODED_LEN || &bytes[..4] != MAGIC {
-            return Err(FollowError::BadMetadata(format!(
-                "{} bytes that are not a block record",
-                bytes.len()
-            )));
+        let not_a_record = || {
+            FollowError::BadMetadata(format!("{} bytes that are not a block record", bytes.len()))
+        };
+        if bytes.len() < ENCODED_LEN || &bytes[..4] != MAGIC {
+            return Err(not_a_record());
         }
         let flags = bytes[4];
-        if flags & !(FLAG_HASH | FLAG_BINDING) != 0 {
+        if flags & !(FLAG_HASH | FLAG_BINDING | FLAG_ROOTS) != 0 {
             return Err(FollowError::BadMetadata(format!(
                 "unknown flags {flags:#x}"
             )));
         }
+        let roots = if flags & FLAG_ROOTS == 0 {
+            if bytes.len() != ENCODED_LEN {
+                return Err(not_a_record());
+            }
+            None
+        } else {
+            let count = usize::from(*bytes.get(ENCODED_LEN).ok_or_else(not_a_record)?);
+            if count > HISTORY_SIZE || bytes.len() != ENCODED_LEN + 1 + 32 * count {
+                return Err(not_a_record());
+            }
+            let mut roots = Vec::with_capacity(count);
+            for word in bytes[ENCODED_LEN + 1..].chunks_exact(32) {
+                roots.push(hasher::fr_from_be_bytes(word).map_err(|_| {
+                    FollowError::BadMetadata("a stored root is not a field element".into())
+                })?);
+            }
+            Some(RootHistory::from_newest_first(&roots))
+        };
         let word = |range: std::ops::Range<usize>| -> u64 {
             let mut b = [0u8; 8];
             b.copy_from_slice(&bytes[range]);
@@ -106,14 +138,18 @@ impl BlockMeta {
             number,
             hash,
             binding,
+            roots,
         }))
     }
 }
 
-/// A block's leaf changes, in the order they happened.
+/// A block's leaf changes, in the order they happened, and the roots the contract stored
+/// between them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BlockChanges {
     ops: Vec<LeafChange>,
+    /// `(n, root)`: after the first `n` changes the contract stored `root` (`RootStored`).
+    stored: Vec<(usize, Fr)>,
 }
 
 /// One leaf change.
@@ -144,18 +180,54 @@ impl BlockChanges {
         self
     }
 
+    /// The contract stored `root` after the changes so far (one tree-changing call ended).
+    pub fn root_stored(&mut self, root: Fr) -> &mut Self {
+        self.stored.push((self.ops.len(), root));
+        self
+    }
+
     /// The changes, in order.
     #[must_use]
     pub fn ops(&self) -> &[LeafChange] {
         &self.ops
     }
 
+    /// The roots the contract stored in this block, in order.
+    pub fn stored_roots(&self) -> impl Iterator<Item = Fr> + '_ {
+        self.stored.iter().map(|(_, root)| *root)
+    }
+
     /// As one tree batch (consecutive writes become one range), with `meta` as its metadata.
     #[must_use]
     pub fn to_batch(&self, meta: &BlockMeta) -> UpdateBatch<PoseidonHasher> {
+        let mut batch = Self::batch_of(&self.ops);
+        batch.metadata(meta.encode());
+        batch
+    }
+
+    /// As tree batches that each end where the contract stored a root (changes after the last
+    /// stored root, if any, are the last batch), `meta` on the last.
+    #[must_use]
+    pub fn to_steps(&self, meta: &BlockMeta) -> Vec<UpdateBatch<PoseidonHasher>> {
+        let mut steps = Vec::with_capacity(self.stored.len() + 1);
+        let mut from = 0;
+        for &(to, _) in &self.stored {
+            steps.push(Self::batch_of(&self.ops[from..to]));
+            from = to;
+        }
+        if from < self.ops.len() || steps.is_empty() {
+            steps.push(Self::batch_of(&self.ops[from..]));
+        }
+        if let Some(last) = steps.last_mut() {
+            last.metadata(meta.encode());
+        }
+        steps
+    }
+
+    fn batch_of(ops: &[LeafChange]) -> UpdateBatch<PoseidonHasher> {
         let mut batch = UpdateBatch::new();
         let mut run: Option<(u64, Vec<Fr>)> = None;
-        for op in &self.ops {
+        for op in ops {
             match *op {
                 LeafChange::Set(index, leaf) => match &mut run {
                     Some((start, leaves)) if *start + leaves.len() as u64 == index => {
@@ -179,7 +251,6 @@ impl BlockChanges {
         if let Some((start, leaves)) = run {
             batch.set_range(start, leaves);
         }
-        batch.metadata(meta.encode());
         batch
     }
 }
@@ -220,8 +291,9 @@ impl From<CommitError> for FollowError {
 }
 
 /// Lands a block: `changes`, `meta` as the tree's metadata and a checkpoint named by the block
-/// number, in one atomic store commit. With `expected_root`, the root the block would produce
-/// is compared first and nothing is written when it differs. Returns the new root.
+/// number, in one atomic store commit. Every root the contract stored within the block is
+/// compared with the tree's root after the same changes, and with `expected_root` the root
+/// after the block; nothing is written when one differs. Returns the new root.
 ///
 /// # Errors
 /// [`CommitError`]: a tree rule, a store failure, a root mismatch; nothing is written.
@@ -231,15 +303,31 @@ pub fn commit_block(
     changes: &BlockChanges,
     expected_root: Option<Fr>,
 ) -> Result<Fr, CommitError> {
+    let mismatch = |ours: &Fr, expected: &Fr| CommitError::RootMismatch {
+        block: meta.number,
+        ours: fr_hex(ours),
+        expected: fr_hex(expected),
+    };
     let mut new_root = Fr::from(0u64);
-    tree.apply_checkpointed_if(changes.to_batch(meta), meta.number, |root| {
-        new_root = *root;
+    if changes.stored.is_empty() {
+        tree.apply_checkpointed_if(changes.to_batch(meta), meta.number, |root| {
+            new_root = *root;
+            match expected_root {
+                Some(expected) if expected != *root => Err(mismatch(root, &expected)),
+                _ => Ok(()),
+            }
+        })??;
+        return Ok(new_root);
+    }
+    tree.apply_checkpointed_steps_if(changes.to_steps(meta), meta.number, |roots| {
+        for (ours, stored) in roots.iter().zip(changes.stored_roots()) {
+            if *ours != stored {
+                return Err(mismatch(ours, &stored));
+            }
+        }
+        new_root = roots.last().copied().unwrap_or_default();
         match expected_root {
-            Some(expected) if expected != *root => Err(CommitError::RootMismatch {
-                block: meta.number,
-                ours: fr_hex(root),
-                expected: fr_hex(&expected),
-            }),
+            Some(expected) if expected != new_root => Err(mismatch(&new_root, &expected)),
             _ => Ok(()),
         }
     })??;
@@ -274,8 +362,18 @@ mod tests {
                 chain_id: 31337,
                 contract: Address::repeat_byte(9),
             }),
+            roots: None,
         };
-        for meta in [full, BlockMeta::number(5)] {
+        let mut history = RootHistory::default();
+        let mut with_roots = Vec::new();
+        for r in 0..7u64 {
+            with_roots.push(BlockMeta {
+                roots: Some(history),
+                ..full
+            });
+            history.push(Fr::from(r * 1000 + 1));
+        }
+        for meta in with_roots.into_iter().chain([full, BlockMeta::number(5)]) {
             assert_eq!(BlockMeta::decode(&meta.encode()).ok().flatten(), Some(meta));
         }
         assert_eq!(
@@ -288,6 +386,38 @@ mod tests {
         assert!(BlockMeta::decode(&bad).is_err());
         assert!(BlockMeta::decode(&bad[..20]).is_err());
         assert!(BlockMeta::decode(b"XXXX").is_err());
+        let mut rooted = BlockMeta {
+            roots: Some(RootHistory::from_newest_first(&[Fr::from(1u64)])),
+            ..full
+        }
+        .encode();
+        assert!(BlockMeta::decode(&rooted[..rooted.len() - 1]).is_err());
+        rooted[ENCODED_LEN] = 6;
+        assert!(BlockMeta::decode(&rooted).is_err());
+        rooted[ENCODED_LEN] = 1;
+        rooted[ENCODED_LEN + 1..].fill(0xff);
+        assert!(
+            BlockMeta::decode(&rooted).is_err(),
+            "a root past the modulus"
+        );
+    }
+
+    #[test]
+    fn steps_end_where_the_contract_stored_a_root() {
+        let mut changes = BlockChanges::new();
+        changes.set(0, Fr::from(1u64)).root_stored(Fr::from(10u64));
+        changes
+            .set(1, Fr::from(2u64))
+            .delete(0)
+            .root_stored(Fr::from(11u64));
+        let steps = changes.to_steps(&BlockMeta::number(1));
+        assert_eq!(
+            steps.iter().map(UpdateBatch::len).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        changes.set(2, Fr::from(3u64));
+        assert_eq!(changes.to_steps(&BlockMeta::number(1)).len(), 3);
+        assert_eq!(BlockChanges::new().to_steps(&BlockMeta::number(1)).len(), 1);
     }
 
     #[test]

@@ -14,7 +14,9 @@ use tree_core::{History, MerkleTree};
 use tree_engines::SharedDbTree as SharedTree;
 
 use crate::block::{commit_block, last_block, BlockChanges, BlockMeta, ChainBinding};
+use crate::calls::changes_by_call;
 use crate::profile::{canonical, ContractProfile, MembershipEvent};
+use crate::roots::RootHistory;
 use crate::rpc::{BlockRef, ChainClient, RangeError, RetryConfig};
 use crate::{metrics, FollowError};
 
@@ -176,6 +178,8 @@ pub struct Follower {
     /// newest: on start (a database may hold a block the node has since disowned, below a
     /// newer one it still has) and after a root mismatch.
     verify_history: bool,
+    /// Whether the contract keeps a root history (`None` until asked).
+    root_history: Option<bool>,
 }
 
 /// How often one [`Follower::step`] starts over after the chain moved under it.
@@ -211,6 +215,7 @@ impl Follower {
             range,
             stats: FollowStats::default(),
             verify_history: true,
+            root_history: None,
         })
     }
 
@@ -319,6 +324,7 @@ impl Follower {
             target,
             ..StepOutcome::default()
         };
+        let history = self.has_root_history(target).await?;
         let stored = self.last_block()?;
         let mut anchor: Option<BlockMeta> = None;
         let after = match stored {
@@ -330,7 +336,7 @@ impl Follower {
                 match self.config.sync {
                     SyncMode::State => {
                         let pinned = self.config.from_block.unwrap_or(target).min(target);
-                        outcome.events = self.state_sync(pinned, binding).await?;
+                        outcome.events = self.state_sync(pinned, binding, history).await?;
                         outcome.first_block = pinned;
                         outcome.block = pinned;
                         outcome.blocks_committed = 1;
@@ -380,15 +386,16 @@ impl Follower {
             outcome.caught_up = true;
             return Ok(outcome);
         }
+        let roots = self.roots_before(anchor, history).await?;
         let from = after + 1;
         self.client.begin_data();
-        let (to, logs) = self.fetch_logs(from, target).await?;
+        let (to, logs) = self.fetch_logs(from, target, history).await?;
         // The logs may come from another branch than the stored block's if the chain moved
         // below it meanwhile: that block must still be the node's.
         if let Some(meta) = anchor {
             self.check_still_on_chain(meta).await?;
         }
-        let (committed, events) = self.apply_range(from, to, logs, binding).await?;
+        let (committed, events) = self.apply_range(from, to, logs, binding, roots).await?;
         outcome.first_block = from;
         outcome.block = to;
         outcome.blocks_committed = committed;
@@ -583,10 +590,65 @@ impl Follower {
         }
     }
 
+    /// Whether the contract keeps a root history, asked once (at `target`) when the profile
+    /// allows one.
+    async fn has_root_history(&mut self, target: u64) -> Result<bool, FollowError> {
+        if !self.config.profile.root_history {
+            return Ok(false);
+        }
+        if let Some(known) = self.root_history {
+            return Ok(known);
+        }
+        let block = self.client.block(target).await?;
+        let known = self.client.recent_roots(block).await?.is_some();
+        tracing::info!(
+            root_history = known,
+            "the contract {} a root history (RootStored, getRecentRoots)",
+            if known { "keeps" } else { "keeps no" }
+        );
+        self.root_history = Some(known);
+        Ok(known)
+    }
+
+    /// The root history the next block starts from: none without one; empty before the first
+    /// block of a replay; the stored one; or, for a database written before Canopy kept it,
+    /// the contract's at the stored block.
+    async fn roots_before(
+        &self,
+        stored: Option<BlockMeta>,
+        history: bool,
+    ) -> Result<Option<RootHistory>, FollowError> {
+        if !history {
+            return Ok(None);
+        }
+        let Some(meta) = stored else {
+            return Ok(Some(RootHistory::default()));
+        };
+        if meta.roots.is_some() {
+            return Ok(meta.roots);
+        }
+        let block = match meta.hash {
+            Some(hash) => BlockRef {
+                number: meta.number,
+                hash,
+            },
+            None => self.client.block(meta.number).await?,
+        };
+        let words = self.client.recent_roots(block).await?;
+        Ok(Some(words.map_or_else(RootHistory::default, |w| {
+            RootHistory::from_recent_roots(&w)
+        })))
+    }
+
     /// Logs of `from..` up to `target`, over a range that adapts to the node's limits.
-    async fn fetch_logs(&mut self, from: u64, target: u64) -> Result<(u64, Vec<Log>), FollowError> {
+    async fn fetch_logs(
+        &mut self,
+        from: u64,
+        target: u64,
+        history: bool,
+    ) -> Result<(u64, Vec<Log>), FollowError> {
         let ranges = self.config.log_ranges;
-        let topics = self.config.profile.topics();
+        let topics = self.config.profile.topics(history);
         loop {
             let to = target.min(from.saturating_add(self.range - 1));
             match self.client.logs(from, to, &topics).await {
@@ -615,13 +677,16 @@ impl Follower {
     /// Applies the logs of blocks `from..=to`: one commit per block with events, then one for
     /// `to` when it had none (so the position and its hash advance). `to` is committed only with
     /// the contract's root at `to`'s hash: the check that the logs, whichever branch they were
-    /// read from, give the state of the block being committed.
+    /// read from, give the state of the block being committed. With a root history (`roots`),
+    /// every call's stored root is checked instead of `root()` at each block, and the history
+    /// lands in each block's metadata.
     async fn apply_range(
         &mut self,
         from: u64,
         to: u64,
         logs: Vec<Log>,
         binding: ChainBinding,
+        mut roots: Option<RootHistory>,
     ) -> Result<(u64, u64), FollowError> {
         let decode_started = Instant::now();
         let mut blocks: BTreeMap<u64, Vec<Log>> = BTreeMap::new();
@@ -654,12 +719,15 @@ impl Follower {
         let last_with_events = blocks.keys().next_back().copied();
         let (mut committed, mut events) = (0, 0);
         for (number, logs) in blocks {
-            let check = match self.config.root_check {
-                RootCheck::EveryBlock => true,
-                RootCheck::EveryRange => number == to,
-            };
+            // A stored root comes in the logs, from one provider: it replaces the agreed
+            // `root()` only when one provider is trusted anyway (quorum 1).
+            let check = number == to
+                || (self.config.root_check == RootCheck::EveryBlock
+                    && (roots.is_none() || self.client.quorum() > 1));
             events += logs.len() as u64;
-            self.apply_block(number, &logs, binding, check).await?;
+            roots = self
+                .apply_block(number, &logs, binding, check, roots)
+                .await?;
             committed += 1;
         }
         if last_with_events != Some(to) {
@@ -671,6 +739,7 @@ impl Follower {
                 number: to,
                 hash: Some(hash),
                 binding: Some(binding),
+                roots,
             };
             self.commit(meta, BlockChanges::new(), Some(expected), 0)
                 .await?;
@@ -709,20 +778,78 @@ impl Follower {
         })
     }
 
-    /// Decodes one block's logs into leaf changes, resolves erasures against the contract, and
-    /// commits the block (after comparing roots when `check_root`).
+    /// Decodes one block's logs into leaf changes, resolves erasures (by the calls' stored
+    /// roots with a root history, otherwise against the contract), and commits the block
+    /// (after comparing roots when `check_root`). Returns the root history after it.
     async fn apply_block(
         &mut self,
         number: u64,
         logs: &[Log],
         binding: ChainBinding,
         check_root: bool,
-    ) -> Result<(), FollowError> {
+        roots: Option<RootHistory>,
+    ) -> Result<Option<RootHistory>, FollowError> {
         let (hash, parent) = self.header_of(number).await?;
         if logs.iter().any(|l| l.block_hash != Some(hash)) {
             return Err(FollowError::ReorgInProgress { block: number });
         }
         self.check_parent(number, parent).await?;
+        let decode_started = Instant::now();
+        let bad = |reason: String| FollowError::BadData {
+            block: number,
+            reason,
+        };
+        let block = BlockRef { number, hash };
+        let (changes, roots) = match roots {
+            Some(mut history) => {
+                let mut events = Vec::with_capacity(logs.len());
+                for log in logs {
+                    let event = self.config.profile.decode(log).map_err(|reason| {
+                        bad(format!(
+                            "log {} of transaction {}: {reason}",
+                            log.log_index.unwrap_or_default(),
+                            log.transaction_hash.unwrap_or_default()
+                        ))
+                    })?;
+                    let transaction = log.transaction_index.zip(log.transaction_hash);
+                    events.push((transaction, event));
+                }
+                let next = self.tree.read(MerkleTree::next_index);
+                let changes = changes_by_call(events, next).map_err(&bad)?;
+                self.stats.decode += decode_started.elapsed();
+                for root in changes.stored_roots() {
+                    history.push(root);
+                }
+                (changes, Some(history))
+            }
+            None => (self.changes_by_block(number, logs, block).await?, None),
+        };
+        let expected = if check_root {
+            Some(self.client.root_at(block).await?)
+        } else {
+            None
+        };
+        let meta = BlockMeta {
+            number,
+            hash: Some(hash),
+            binding: Some(binding),
+            roots,
+        };
+        self.commit(meta, changes, expected, logs.len() as u64)
+            .await?;
+        self.stats.events += logs.len() as u64;
+        tracing::debug!(block = number, %hash, events = logs.len(), "applied block");
+        Ok(roots)
+    }
+
+    /// A block's changes from a contract without a root history: whether an erasure was lazy
+    /// or full, the event does not say; the contract's leaf after the block does.
+    async fn changes_by_block(
+        &mut self,
+        number: u64,
+        logs: &[Log],
+        block: BlockRef,
+    ) -> Result<BlockChanges, FollowError> {
         let decode_started = Instant::now();
         let bad = |reason: String| FollowError::BadData {
             block: number,
@@ -762,11 +889,14 @@ impl Follower {
                     }
                     erased.insert(index);
                 }
+                MembershipEvent::RootStored { .. } => {
+                    return Err(at(
+                        "RootStored from a contract followed without a root history".into(),
+                    ))
+                }
             }
         }
         self.stats.decode += decode_started.elapsed();
-        // Lazy or full? The event does not say: the contract's leaf after the block does.
-        let block = BlockRef { number, hash };
         for index in erased {
             let index32 = u32::try_from(index).map_err(|_| bad(format!("index {index}")))?;
             let value = match self.client.leaves(index32, index32, block).await {
@@ -796,21 +926,7 @@ impl Follower {
                 )));
             }
         }
-        let expected = if check_root {
-            Some(self.client.root_at(block).await?)
-        } else {
-            None
-        };
-        let meta = BlockMeta {
-            number,
-            hash: Some(hash),
-            binding: Some(binding),
-        };
-        self.commit(meta, changes, expected, logs.len() as u64)
-            .await?;
-        self.stats.events += logs.len() as u64;
-        tracing::debug!(block = number, %hash, events = logs.len(), "applied block");
-        Ok(())
+        Ok(changes)
     }
 
     /// Hashes and commits off the async threads.
@@ -897,9 +1013,15 @@ impl Follower {
         Ok(current != stored)
     }
 
-    /// Fills an empty tree from the contract's leaves at block `pinned`, checks the root, and
+    /// Fills an empty tree from the contract's leaves at block `pinned`, checks the root (and
+    /// seeds the root history from `getRecentRoots()`, whose newest must be that root), and
     /// commits it as that block. Returns the members read.
-    async fn state_sync(&mut self, pinned: u64, binding: ChainBinding) -> Result<u64, FollowError> {
+    async fn state_sync(
+        &mut self,
+        pinned: u64,
+        binding: ChainBinding,
+        history: bool,
+    ) -> Result<u64, FollowError> {
         let (hash, _) = self.header_of(pinned).await?;
         let at = BlockRef {
             number: pinned,
@@ -955,6 +1077,20 @@ impl Follower {
             }
         }
         let expected = self.client.root_at(at).await?;
+        let roots = if history {
+            let words = self.client.recent_roots(at).await?;
+            let roots =
+                words.map_or_else(RootHistory::default, |w| RootHistory::from_recent_roots(&w));
+            if roots.newest().is_some_and(|newest| newest != expected) {
+                return Err(FollowError::BadData {
+                    block: pinned,
+                    reason: "getRecentRoots()'s newest root is not root()".into(),
+                });
+            }
+            Some(roots)
+        } else {
+            None
+        };
         let mut changes = BlockChanges::new();
         for (index, leaf) in (0u64..).zip(&leaves) {
             changes.set(index, *leaf);
@@ -963,6 +1099,7 @@ impl Follower {
             number: pinned,
             hash: Some(hash),
             binding: Some(binding),
+            roots,
         };
         self.commit(meta, changes, Some(expected), members).await?;
         tracing::info!(block = pinned, members, "state sync done; following events");

@@ -5,6 +5,9 @@
 //!   atomic commit ([`commit_block`]), after its root is compared with the contract's `root()`.
 //! - An empty database is filled by *state sync* (the contract's leaves at a pinned block, one
 //!   batch) or by *event replay* from the deployment block ([`SyncMode`]).
+//! - The newest contract's root history ([`roots`]): where it stores a root per call
+//!   (`RootStored`), each call's root is checked in the block's commit (no `eth_call`) and the
+//!   last [`HISTORY_SIZE`] roots land in the block's metadata, as `getRecentRoots()` serves them.
 //! - Reorgs: the stored hash of the last block is compared with the node's; on a mismatch the
 //!   tree rewinds to the newest checkpoint still on the chain.
 //! - RPC failures are retried with capped exponential backoff and jitter; data that cannot be
@@ -28,10 +31,12 @@
 //! ```
 
 pub mod block;
+mod calls;
 mod error;
 mod follower;
 pub mod metrics;
 pub mod profile;
+pub mod roots;
 pub mod rpc;
 
 pub use block::{commit_block, BlockChanges, BlockMeta, ChainBinding, CommitError};
@@ -41,4 +46,5 @@ pub use follower::{
     LogRangeConfig, RootCheck, StepOutcome, SyncMode,
 };
 pub use profile::{ContractProfile, LeafRule, MembershipEvent};
+pub use roots::{RootAtError, RootHistory, HISTORY_SIZE};
 pub use rpc::{BlockRef, ChainClient, ErrorAnswer, ProviderHealth, RetryConfig, RpcCounters};

@@ -13,16 +13,22 @@ sol! {
         event MembershipRegistered(uint256 idCommitment, uint256 membershipRateLimit, uint32 index);
         event MembershipErased(uint256 idCommitment, uint32 membershipRateLimit, uint32 index);
         event MembershipExpired(uint256 idCommitment, uint32 membershipRateLimit, uint32 index);
+        event RootStored(uint256 newRoot);
         function root() external view returns (uint256);
         function nextFreeIndex() external view returns (uint32);
         function deployedBlockNumber() external view returns (uint32);
         function getRateCommitmentsInRangeBoundsInclusive(uint32 startIndex, uint32 endIndex) external view returns (uint256[] memory);
         function getMerkleProof(uint40 index) external view returns (uint256[20] memory);
         function MERKLE_TREE_DEPTH() external view returns (uint8);
+        function HISTORY_SIZE() external view returns (uint8);
+        function getRecentRoots() external view returns (uint256[5] memory);
+        function getRootAt(uint8 position) external view returns (uint256);
+        function isInMembershipSet(uint256 idCommitment) external view returns (bool);
+        function getMembershipInfo(uint256 idCommitment) external view returns (uint32, uint32, uint256);
     }
 }
 
-pub use IMembershipSet::{MembershipErased, MembershipExpired, MembershipRegistered};
+pub use IMembershipSet::{MembershipErased, MembershipExpired, MembershipRegistered, RootStored};
 
 /// How the leaf of a registration is derived from its event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +53,11 @@ pub struct ContractProfile {
     pub leaf: LeafRule,
     /// Whether the contract emits `MembershipErased`/`MembershipExpired` (erasure; lazy or full).
     pub erasures: bool,
+    /// Whether to follow the newest contract's root history (`HISTORY_SIZE()`, `RootStored`,
+    /// `getRecentRoots()`) where the contract has one: every stored root is checked and the
+    /// history is kept. Contracts without it are detected (`HISTORY_SIZE()` reverts) and
+    /// followed as before.
+    pub root_history: bool,
 }
 
 impl Default for ContractProfile {
@@ -56,6 +67,7 @@ impl Default for ContractProfile {
             depth: 20,
             leaf: LeafRule::PoseidonIdAndRateLimit,
             erasures: true,
+            root_history: true,
         }
     }
 }
@@ -75,19 +87,28 @@ pub enum MembershipEvent {
         /// The member's index.
         index: u64,
     },
+    /// The contract stored its root at the end of a tree-changing call.
+    RootStored {
+        /// The root.
+        root: Fr,
+    },
 }
 
 /// Why a log is not a membership event of this profile.
 pub type LogError = String;
 
 impl ContractProfile {
-    /// The event signatures (`topic0`) this profile follows.
+    /// The event signatures (`topic0`) this profile follows; `RootStored` too when the
+    /// contract keeps a root history.
     #[must_use]
-    pub fn topics(&self) -> Vec<alloy::primitives::B256> {
+    pub fn topics(&self, root_history: bool) -> Vec<alloy::primitives::B256> {
         let mut topics = vec![MembershipRegistered::SIGNATURE_HASH];
         if self.erasures {
             topics.push(MembershipErased::SIGNATURE_HASH);
             topics.push(MembershipExpired::SIGNATURE_HASH);
+        }
+        if root_history {
+            topics.push(RootStored::SIGNATURE_HASH);
         }
         topics
     }
@@ -106,9 +127,14 @@ impl ContractProfile {
                 data.topics().len()
             ));
         }
-        if data.data.len() != 96 {
+        let want = if topic0 == Some(RootStored::SIGNATURE_HASH) {
+            32
+        } else {
+            96
+        };
+        if data.data.len() != want {
             return Err(format!(
-                "log data is {} bytes, membership events have 96",
+                "log data is {} bytes, this event has {want}",
                 data.data.len()
             ));
         }
@@ -149,6 +175,13 @@ impl ContractProfile {
                     .map_err(|e| format!("MembershipExpired: {e}"))?;
                 Ok(MembershipEvent::Erased {
                     index: index_ok(event.index)?,
+                })
+            }
+            Some(t) if t == RootStored::SIGNATURE_HASH => {
+                let event = RootStored::decode_log_data_validate(data)
+                    .map_err(|e| format!("RootStored: {e}"))?;
+                Ok(MembershipEvent::RootStored {
+                    root: canonical(event.newRoot, "stored root")?,
                 })
             }
             other => Err(format!("unexpected event topic {other:?}")),

@@ -37,6 +37,8 @@ pub enum Tamper {
     /// A lying provider: the first leaf of `getRateCommitmentsInRangeBoundsInclusive` is
     /// another.
     Leaf,
+    /// The first `RootStored` log of an `eth_getLogs` answer carries another root.
+    StoredRoot,
 }
 
 /// A permanent JSON-RPC error the proxy answers instead of forwarding.
@@ -365,7 +367,19 @@ fn tamper_answer(request: &[u8], body: &[u8], tamper: Tamper) -> Option<Vec<u8>>
     if request["method"] != "eth_getLogs" {
         return None;
     }
-    let log = answer["result"].as_array_mut()?.first_mut()?;
+    if tamper == Tamper::StoredRoot {
+        let log = answer["result"]
+            .as_array_mut()?
+            .iter_mut()
+            .find(|l| l["data"].as_str().is_some_and(|d| d.len() == 2 + 64))?;
+        log["data"] = serde_json::json!(format!("0x{}", "0".repeat(63) + "7"));
+        return serde_json::to_vec(&answer).ok();
+    }
+    // The first membership event (96 bytes of data; a `RootStored` before it has 32).
+    let log = answer["result"]
+        .as_array_mut()?
+        .iter_mut()
+        .find(|l| l["data"].as_str().is_some_and(|d| d.len() == 2 + 192))?;
     let data = log["data"].as_str()?.trim_start_matches("0x").to_owned();
     let word = |i: usize, hex: String| -> String {
         let mut d = data.clone();
@@ -393,7 +407,7 @@ fn tamper_answer(request: &[u8], body: &[u8], tamper: Tamper) -> Option<Vec<u8>>
         Tamper::OtherAddress => {
             log["address"] = serde_json::json!(format!("0x{}", "22".repeat(20)));
         }
-        Tamper::Root | Tamper::BlockHash | Tamper::Leaf => return None,
+        Tamper::Root | Tamper::BlockHash | Tamper::Leaf | Tamper::StoredRoot => return None,
     }
     serde_json::to_vec(&answer).ok()
 }

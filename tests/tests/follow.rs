@@ -321,6 +321,32 @@ async fn bad_log_data_is_a_typed_error_and_applies_nothing() {
         assert_eq!(root_of(&follower), expected);
         cases += 1;
     }
+    // A stored root that is not the root after its call: the per-call check refuses the
+    // block, nothing lands, and with honest logs the follower goes on.
+    workload
+        .register_block(&chain, contract, 3, 3, &mut sent)
+        .await
+        .unwrap();
+    let (root, last) = (root_of(&follower), follower.last_block().unwrap());
+    proxy.mode.lock().tamper = Some(Tamper::StoredRoot);
+    match follower.step().await {
+        Err(FollowError::RootMismatch { contract, .. }) => assert!(contract.ends_with("07")),
+        other => panic!("StoredRoot: expected RootMismatch, got {other:?}"),
+    }
+    assert_eq!(
+        root_of(&follower),
+        root,
+        "a wrong stored root changed the tree"
+    );
+    assert_eq!(follower.last_block().unwrap(), last);
+    proxy.mode.lock().tamper = None;
+    follower.sync_to_head().await.unwrap();
+    let head = chain.block_number().await.unwrap();
+    assert_eq!(
+        root_of(&follower),
+        contract_root(follower.client(), head).await.unwrap()
+    );
+    cases += 1;
     report::record(
         "chain",
         "bad_logs",
@@ -522,6 +548,7 @@ async fn a_database_left_on_an_orphaned_block_is_rewound_on_start() {
     // What the earlier build did: the range's last, empty block committed with no root check.
     let (hash, _) = old.client().header(head).await.unwrap().unwrap();
     let meta = follower::BlockMeta {
+        roots: None,
         number: head,
         hash: Some(hash),
         binding: orphaned.binding,

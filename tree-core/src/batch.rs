@@ -105,6 +105,16 @@ impl<H: Hasher> UpdateBatch<H> {
         self
     }
 
+    /// Appends `other`'s operations after this batch's (its metadata, when set, replaces
+    /// this batch's): the batch that applies one and then the other.
+    pub fn append(&mut self, other: Self) -> &mut Self {
+        self.ops.extend(other.ops);
+        if other.metadata.is_some() {
+            self.metadata = other.metadata;
+        }
+        self
+    }
+
     /// Replaces the tree's opaque metadata with `bytes` as part of this batch (so, in the
     /// persistent tree, e.g. "last processed block" lands atomically with the leaves it covers).
     pub fn metadata(&mut self, bytes: Vec<u8>) -> &mut Self {

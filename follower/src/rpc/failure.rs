@@ -55,6 +55,12 @@ impl Failure {
         matches!(self, Self::Permanent { code: Some(code), .. } if MALFORMED_REQUEST.contains(code))
     }
 
+    /// Whether the call reverted (a view that does not exist reverts too).
+    pub(crate) fn is_revert(&self) -> bool {
+        matches!(self, Self::Permanent { code, message }
+            if *code == Some(3) || message.to_lowercase().contains("revert"))
+    }
+
     /// The failure's text, for errors and logs.
     pub(crate) fn message(&self) -> String {
         match self {

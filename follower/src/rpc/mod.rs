@@ -794,6 +794,48 @@ impl ChainClient {
         Ok(u64::from(n))
     }
 
+    /// The contract's root history at `block`: `getRecentRoots()` (newest first, zero-padded)
+    /// when `HISTORY_SIZE()` answers, `None` when it reverts (a contract without one).
+    ///
+    /// # Errors
+    /// Unavailable node, refused call, the block left the chain, a `HISTORY_SIZE` other than
+    /// [`HISTORY_SIZE`](crate::roots::HISTORY_SIZE), a non-canonical root.
+    pub async fn recent_roots(
+        &self,
+        block: BlockRef,
+    ) -> Result<Option<[Fr; crate::roots::HISTORY_SIZE]>, FollowError> {
+        let size = match self
+            .pinned(IMembershipSet::HISTORY_SIZECall {}, block, Purpose::Any)
+            .await
+        {
+            Ok(size) => size,
+            Err((failure, _)) if failure.is_revert() => return Ok(None),
+            Err(other) => return Err(self.pinned_error(block, other)),
+        };
+        if usize::from(size) != crate::roots::HISTORY_SIZE {
+            return Err(FollowError::Refused {
+                method: "eth_call",
+                provider: self.names(),
+                message: format!(
+                    "HISTORY_SIZE() is {size}; Canopy follows root histories of {}",
+                    crate::roots::HISTORY_SIZE
+                ),
+            });
+        }
+        let words = self
+            .pinned(IMembershipSet::getRecentRootsCall {}, block, Purpose::Any)
+            .await
+            .map_err(|f| self.pinned_error(block, f))?;
+        let mut roots = [Fr::from(0u64); crate::roots::HISTORY_SIZE];
+        for (slot, word) in roots.iter_mut().zip(words) {
+            *slot = canonical(word, "getRecentRoots()").map_err(|reason| FollowError::BadData {
+                block: block.number,
+                reason,
+            })?;
+        }
+        Ok(Some(roots))
+    }
+
     /// `deployedBlockNumber()` (latest state).
     ///
     /// # Errors

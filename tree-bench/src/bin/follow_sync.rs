@@ -3,7 +3,7 @@
 //!    time, blocks/s, members/s, and the split between waiting on the node, decoding, applying;
 //! 2. proofs: `GET /proof/{i}` from `canopy follow --serve` against the contract's
 //!    `getMerkleProof(i)` by `eth_call` on the same node, 8 concurrent clients, same run;
-//! 3. the JSON-RPC endpoint: `eth_call` of `getMerkleProof(i)` and `root()` through Canopy and
+//! 3. the JSON-RPC endpoint: `eth_call` of `getMerkleProof(i)`, `root()` and `getRecentRoots()` through Canopy and
 //!    straight to the node with alloy's provider (8 keep-alive clients), and what Canopy adds to
 //!    a forwarded call (`eth_blockNumber`).
 //!
@@ -75,28 +75,43 @@ async fn main() {
     );
     println!("| mode | wall | blocks/s | members/s | waiting on the node | decoding | hashing + commit | requests |");
     println!("|---|---|---|---|---|---|---|---|");
+    // The contract keeps a root history (RootStored per call); without `root_history` the
+    // follower reads it as an older contract and checks `root()` by `eth_call`.
     let modes = [
         (
-            "event replay, root checked every block",
+            "event replay, `root()` by eth_call every block (no root history)",
             SyncMode::Replay,
             RootCheck::EveryBlock,
+            false,
         ),
         (
-            "event replay, root checked every range",
+            "event replay, `root()` by eth_call every range (no root history)",
             SyncMode::Replay,
             RootCheck::EveryRange,
+            false,
+        ),
+        (
+            "event replay, every call's `RootStored` checked (+ `root()` per range)",
+            SyncMode::Replay,
+            RootCheck::EveryBlock,
+            true,
         ),
         (
             "state sync at the head",
             SyncMode::State,
             RootCheck::EveryBlock,
+            true,
         ),
     ];
     let mut synced = None;
-    for (label, sync, root_check) in modes {
+    for (label, sync, root_check, root_history) in modes {
         let config = FollowerConfig {
             sync,
             root_check,
+            profile: follower::ContractProfile {
+                root_history,
+                ..follower::ContractProfile::default()
+            },
             ..FollowerConfig::default()
         };
         let mut f = follower(chain.url(), contract, config);
@@ -196,7 +211,7 @@ async fn main() {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
     assert!(
-        local >= (2 * requests) as f64,
+        local >= (3 * requests) as f64,
         "only {local} calls answered locally"
     );
     drop(server);
@@ -219,14 +234,14 @@ async fn jsonrpc_figures(
     let via: RootProvider =
         RootProvider::new_http(format!("http://127.0.0.1:{port}").parse().unwrap());
     let direct: RootProvider = RootProvider::new_http(node.clone());
-    let call = move |i: u64, proof: bool| {
-        let data = if proof {
-            C::getMerkleProofCall {
+    let call = move |i: u64, view: &str| {
+        let data = match view {
+            "getMerkleProof(i)" => C::getMerkleProofCall {
                 index: alloy::primitives::Uint::from((i * 7919) % members),
             }
-            .abi_encode()
-        } else {
-            C::rootCall {}.abi_encode()
+            .abi_encode(),
+            "getRecentRoots()" => C::getRecentRootsCall {}.abi_encode(),
+            _ => C::rootCall {}.abi_encode(),
         };
         TransactionRequest::default()
             .to(contract)
@@ -235,7 +250,7 @@ async fn jsonrpc_figures(
     println!("\n## eth_call through Canopy's JSON-RPC endpoint and straight to the node, 8 keep-alive clients (alloy), {requests} calls each way\n");
     println!("| call | Canopy p50 | Canopy p99 | Canopy calls/s | node p50 | node p99 | node calls/s | p50 ratio | calls/s ratio |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    for (label, proof) in [("getMerkleProof(i)", true), ("root()", false)] {
+    for label in ["getMerkleProof(i)", "root()", "getRecentRoots()"] {
         let mut rows = Vec::new();
         for provider in [via.clone(), direct.clone()] {
             rows.push(
@@ -245,7 +260,7 @@ async fn jsonrpc_figures(
                         // `latest`, as nwaku asks (alloy's default is `pending`, which the
                         // node answers).
                         provider
-                            .call(call(i, proof))
+                            .call(call(i, label))
                             .block(alloy::eips::BlockId::latest())
                             .await
                             .unwrap();

@@ -19,12 +19,18 @@ pub struct PreparedApply<H: Hasher, S: TreeStore<H>> {
     metadata: Option<Vec<u8>>,
     checkpoints: Option<CheckpointList<Digest<H>>>,
     generation: u64,
+    step_roots: Vec<Digest<H>>,
 }
 
 impl<H: Hasher, S: TreeStore<H>> PreparedApply<H, S> {
     /// The root the tree will have once this batch is published.
     pub fn root(&self) -> &Digest<H> {
         &self.root
+    }
+
+    /// The root after each step of [`Tree::prepare_checkpointed_steps`] (empty otherwise).
+    pub fn step_roots(&self) -> &[Digest<H>] {
+        &self.step_roots
     }
 }
 
@@ -53,6 +59,41 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
     ) -> Result<PreparedApply<H, S>, S::Error> {
         self.checkpoints.check_new(id)?;
         self.prepare_inner(batch, Some(id))
+    }
+
+    /// [`prepare_checkpointed`](Self::prepare_checkpointed) of `steps` applied one after the
+    /// other, also recording the root after each step
+    /// ([`step_roots`](PreparedApply::step_roots)). A chain follower compares every root a
+    /// contract stored within a block (one per call) while the block still lands as one commit.
+    /// The steps share one overlay, so a node rewritten by a later step is hashed again but
+    /// stored once.
+    ///
+    /// # Errors
+    /// As `prepare_checkpointed`; a step is validated where the steps before it left the tree.
+    pub fn prepare_checkpointed_steps(
+        &self,
+        steps: Vec<UpdateBatch<H>>,
+        id: u64,
+    ) -> Result<PreparedApply<H, S>, S::Error> {
+        self.checkpoints.check_new(id)?;
+        let root_addr = NodeAddr::root(self.depth);
+        let mut overlay = Overlay::new(self.store.reader(), self.depth);
+        let mut next_index = self.next_index;
+        let mut roots = Vec::with_capacity(steps.len());
+        let mut whole = UpdateBatch::new();
+        for step in steps {
+            let prepared = step.clone().validate(self.depth, next_index)?;
+            apply_writes::<H, _>(&mut overlay, self.depth, prepared.writes(), &self.config)?;
+            roots.push(overlay.lookup(root_addr)?);
+            next_index = prepared.next_index();
+            whole.append(step);
+        }
+        let prepared = whole.validate(self.depth, self.next_index)?;
+        let root = overlay.lookup(root_addr)?;
+        let (reader, nodes) = overlay.into_parts();
+        let mut staged = self.stage_apply(&prepared, reader, nodes, root, Some(id))?;
+        staged.step_roots = roots;
+        Ok(staged)
     }
 
     /// Applies `batch` and records checkpoint `id` after it, in one commit.
@@ -157,6 +198,7 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
             metadata,
             checkpoints,
             generation: self.generation,
+            step_roots: Vec::new(),
         })
     }
 

@@ -84,9 +84,43 @@ impl<H: Hasher, R: NodeRead<H>> NodeLevels<H> for Overlay<H, R> {
         indices: &[u64],
         values: &[Digest<H>],
     ) -> Result<(), Self::Error> {
-        if let Some((stored_indices, stored_values)) = self.levels.get_mut(usize::from(level)) {
+        let Some((stored_indices, stored_values)) = self.levels.get_mut(usize::from(level)) else {
+            return Ok(());
+        };
+        // One rehash writes a level in increasing order; a later rehash over the same overlay
+        // (the steps of `prepare_steps`) may rewrite nodes, so the buffers are merged, the
+        // newer value winning.
+        if stored_indices
+            .last()
+            .is_none_or(|&last| indices.first().is_none_or(|&i| i > last))
+        {
             stored_indices.extend_from_slice(indices);
             stored_values.extend_from_slice(values);
+            return Ok(());
+        }
+        let old_indices = std::mem::take(stored_indices);
+        let old_values = std::mem::take(stored_values);
+        stored_indices.reserve(old_indices.len() + indices.len());
+        stored_values.reserve(old_values.len() + values.len());
+        let (mut a, mut b) = (0, 0);
+        while a < old_indices.len() || b < indices.len() {
+            let take_new = match (old_indices.get(a), indices.get(b)) {
+                (Some(&old), Some(&new)) => new <= old,
+                (None, Some(_)) => true,
+                _ => false,
+            };
+            if take_new {
+                if old_indices.get(a) == Some(&indices[b]) {
+                    a += 1;
+                }
+                stored_indices.push(indices[b]);
+                stored_values.push(values[b]);
+                b += 1;
+            } else {
+                stored_indices.push(old_indices[a]);
+                stored_values.push(old_values[a]);
+                a += 1;
+            }
         }
         Ok(())
     }

@@ -82,6 +82,26 @@ impl<H: DigestCodec, S: KvStore> SharedTree<H, S> {
         Ok(Ok(()))
     }
 
+    /// [`apply_checkpointed_if`](Self::apply_checkpointed_if) of `steps` applied in order as
+    /// one commit: `accept` sees the root after each step before anything is written.
+    ///
+    /// # Errors
+    /// As [`Tree::prepare_checkpointed_steps`](crate::engine::Tree::prepare_checkpointed_steps); `accept`'s refusal is the inner error.
+    pub fn apply_checkpointed_steps_if<E>(
+        &self,
+        steps: Vec<UpdateBatch<H>>,
+        id: u64,
+        accept: impl FnOnce(&[Digest<H>]) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreTreeError<S>> {
+        let _writer = self.writer.lock();
+        let prepared = self.tree.read().prepare_checkpointed_steps(steps, id)?;
+        if let Err(refused) = accept(prepared.step_roots()) {
+            return Ok(Err(refused));
+        }
+        self.tree.write().publish(prepared)?;
+        Ok(Ok(()))
+    }
+
     /// Runs `f` with exclusive access (checkpoints, rewinds, configuration).
     pub fn write<R>(&self, f: impl FnOnce(&mut PersistentTree<H, S>) -> R) -> R {
         let _writer = self.writer.lock();

@@ -191,8 +191,9 @@ pub fn check_history_ops<T: History>(
 
 /// Blocks 1..=8 (five members, a deletion and the block number as metadata each) through
 /// `one.apply_checkpointed`, through `two.apply` then `two.checkpoint`, and through
-/// `three.prepare_checkpointed` then `three.publish`, under `max_checkpoints`: after each block
-/// the roots, checkpoints and `frames` (what the undo frames cost) are equal; a repeated id is
+/// `three.prepare_checkpointed` (odd blocks: `prepare_checkpointed_steps`, two steps whose
+/// roots equal `two`'s after each step) then `three.publish`, under `max_checkpoints`: after
+/// each block the roots, checkpoints and `frames` (what the undo frames cost) are equal; a repeated id is
 /// refused; rewinding all three to the oldest retained checkpoint leaves them equal.
 pub fn check_apply_checkpointed<S, F>(
     one: &mut crate::engine::Tree<MixHasher, S>,
@@ -213,22 +214,48 @@ pub fn check_apply_checkpointed<S, F>(
     two.set_history_config(config).expect("settings");
     three.set_history_config(config).expect("settings");
     for block in 1..=8u64 {
-        let make = |next: u64| {
-            let mut batch = UpdateBatch::<MixHasher>::new();
-            batch.set_range(next, (0..5).map(|i| block * 100 + i));
+        // A block in two steps (a contract's two calls): the members, then the deletion
+        // and the metadata.
+        let steps = |next: u64| {
+            let mut members = UpdateBatch::<MixHasher>::new();
+            members.set_range(next, (0..5).map(|i| block * 100 + i));
+            let mut rest = UpdateBatch::<MixHasher>::new();
             if next > 0 {
-                batch.delete(block % next);
+                rest.delete(block % next);
             }
-            batch.metadata(block.to_be_bytes().to_vec());
+            rest.metadata(block.to_be_bytes().to_vec());
+            vec![members, rest]
+        };
+        let make = |next: u64| {
+            let mut batch = UpdateBatch::new();
+            for step in steps(next) {
+                batch.append(step);
+            }
             batch
         };
         one.apply_checkpointed(make(one.next_index()), block)
             .expect("block and checkpoint");
-        two.apply(make(two.next_index())).expect("block");
+        let mut step_roots = Vec::new();
+        for step in steps(two.next_index()) {
+            two.apply(step).expect("step");
+            step_roots.push(two.root());
+        }
         two.checkpoint(block).expect("checkpoint");
-        let prepared = three
-            .prepare_checkpointed(make(three.next_index()), block)
-            .expect("prepare");
+        let prepared = if block % 2 == 0 {
+            three
+                .prepare_checkpointed(make(three.next_index()), block)
+                .expect("prepare")
+        } else {
+            let prepared = three
+                .prepare_checkpointed_steps(steps(three.next_index()), block)
+                .expect("prepare steps");
+            assert_eq!(
+                prepared.step_roots(),
+                step_roots,
+                "block {block}: the root after each step"
+            );
+            prepared
+        };
         three.publish(prepared).expect("publish");
         for other in [&*two, &*three] {
             assert_eq!(one.root(), other.root());
