@@ -159,6 +159,10 @@ pub struct ServerConfig {
     /// The RLN verifying key for `/verify` (compressed arkworks bytes); none means the key of
     /// zerokit's depth-20 circuit.
     pub verifying_key: Option<PathBuf>,
+    /// Origins whose browser pages may call the API (CORS: `Access-Control-Allow-Origin`, the
+    /// `OPTIONS` preflight), e.g. a js-waku app's; `["*"]` allows any. Empty (the default):
+    /// no CORS headers, so browsers refuse cross-origin calls.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -173,6 +177,7 @@ impl Default for ServerConfig {
             max_concurrent_verifications: 1,
             verify_wait_ms: 1_000,
             max_lag_blocks: 5,
+            cors_origins: Vec::new(),
             shutdown_timeout_ms: 10_000,
             verifying_key: None,
         }

@@ -506,11 +506,43 @@ pub fn runtime(db: &std::path::Path) -> Result<tokio::runtime::Runtime, CliError
         })
 }
 
+/// The CORS layer for `origins` (none when empty); an origin that is no header value is an
+/// error.
+///
+/// # Errors
+/// [`CliError::Usage`] naming the origin.
+pub fn cors(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>, CliError> {
+    use tower_http::cors::{AllowOrigin, CorsLayer};
+    if origins.is_empty() {
+        return Ok(None);
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        let values = origins
+            .iter()
+            .map(|o| {
+                header::HeaderValue::from_str(o).map_err(|_| {
+                    CliError::Usage(format!("server.cors_origins: {o:?} is not an origin"))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        AllowOrigin::list(values)
+    };
+    Ok(Some(
+        CorsLayer::new()
+            .allow_origin(allow)
+            .allow_methods([axum::http::Method::GET, axum::http::Method::POST])
+            .allow_headers([header::CONTENT_TYPE]),
+    ))
+}
+
 /// The HTTP API over `app`, with its limits: body size (413), a concurrency limit that sheds
-/// at once (503), a per-request timeout (503); and latency metrics per route.
+/// at once (503), a per-request timeout (503); latency metrics per route; and CORS for the
+/// configured origins.
 pub fn router(app: AppState) -> Router {
     let config = app.config.clone();
-    Router::new()
+    let router = Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(metrics_text))
@@ -542,7 +574,12 @@ pub fn router(app: AppState) -> Router {
                 .load_shed()
                 .concurrency_limit(config.max_concurrent_requests.max(1))
                 .timeout(Duration::from_millis(config.request_timeout_ms.max(1))),
-        )
+        );
+    // `serve` checked the origins.
+    match cors(&config.cors_origins) {
+        Ok(Some(layer)) => router.layer(layer),
+        _ => router,
+    }
 }
 
 /// Binds `listen`, prints the address on stdout, serves until `shutdown`, then drains the
@@ -555,6 +592,7 @@ pub async fn serve(
     app: AppState,
     shutdown: Shutdown,
 ) -> Result<Output, CliError> {
+    cors(&app.config.cors_origins)?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| CliError::Usage(format!("cannot listen on {listen}: {e}")))?;

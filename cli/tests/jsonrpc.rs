@@ -202,7 +202,7 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     let config = dir.path().join("canopy.toml");
     std::fs::write(
         &config,
-        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\nmax_batch = 200\n",
+        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\nmax_batch = 200\n[server]\ncors_origins = [\"http://app.example\"]\n",
     )
     .unwrap();
     let db = dir.path().join("db");
@@ -406,6 +406,42 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     // Each call is asked singly and again in the batch, whose extra eth_chainId is local too
     // (its eth_blockNumber is forwarded).
     assert_eq!(local_of(&after) - local_of(&before), (2 * asked + 1) as f64);
+
+    // CORS for the configured origin only: the preflight, and the answer's header.
+    let response = |origin: &'static str, method: &'static str| {
+        blocking(move || {
+            use std::io::{Read, Write};
+            let mut stream = std::net::TcpStream::connect(("127.0.0.1", canopy)).unwrap();
+            let body = r#"{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}"#;
+            write!(
+                stream,
+                "{method} / HTTP/1.0\r\nHost: localhost\r\nOrigin: {origin}\r\n\
+                 Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            let mut text = String::new();
+            stream.read_to_string(&mut text).unwrap();
+            text.to_lowercase()
+        })
+    };
+    let preflight = response("http://app.example", "OPTIONS").await;
+    assert!(
+        preflight.contains("access-control-allow-origin: http://app.example"),
+        "{preflight}"
+    );
+    assert!(
+        preflight.contains("access-control-allow-methods"),
+        "{preflight}"
+    );
+    let post = response("http://app.example", "POST").await;
+    assert!(
+        post.contains("access-control-allow-origin: http://app.example") && post.contains("0x7a69"),
+        "{post}"
+    );
+    let other = response("http://elsewhere.example", "POST").await;
+    assert!(!other.contains("access-control-allow-origin"), "{other}");
 
     // Never an open proxy; batches within their limit.
     let answer = ask(
