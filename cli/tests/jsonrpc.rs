@@ -478,3 +478,119 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     assert!(local > (compared / 3) as f64, "{local} local of {compared}");
     assert!(forwarded > 0.0);
 }
+
+/// A follower that lags (a proxy holds its `eth_getLogs` while the chain moves on): `latest`
+/// calls are forwarded and still equal the node's; once it has caught up they are the mirror's
+/// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latest_is_forwarded_while_the_follower_lags() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let node = chain.url().port().unwrap();
+    let proxy = integration_tests::proxy::FaultProxy::start(chain.url(), 3).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("canopy.toml");
+    std::fs::write(
+        &config,
+        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\n",
+    )
+    .unwrap();
+    let db = dir.path().join("db");
+    let (_server, canopy) = spawn_server(
+        &[
+            "follow",
+            "--config",
+            config.to_str().unwrap(),
+            "--rpc",
+            proxy.url.as_str(),
+            "--contract",
+            &contract.to_string(),
+            "--db",
+            db.to_str().unwrap(),
+            "--serve",
+            "127.0.0.1:0",
+        ],
+        &[],
+        &dir.path().join("follow.log"),
+    );
+    let mut workload = Workload::new(61);
+    workload.empty_block = 0.0;
+    let mut sent = Sent::default();
+    for _ in 0..3 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+    }
+    until_applied(canopy, chain.block_number().await.unwrap()).await;
+    let calls = [
+        C::rootCall {}.abi_encode(),
+        C::getRecentRootsCall {}.abi_encode(),
+        C::nextFreeIndexCall {}.abi_encode(),
+    ];
+    let tags = [json!("latest")];
+    let scrape = || async {
+        blocking(move || http(canopy, "GET", "/metrics", None))
+            .await
+            .1
+    };
+    let count = |scrape: &str, source: &str| {
+        counter(
+            scrape,
+            "canopy_jsonrpc_requests_total",
+            &format!("source=\"{source}\""),
+        )
+    };
+    // In step: each call local, singly and in the batch (whose eth_chainId is local too).
+    let before = scrape().await;
+    let asked = compare(canopy, node, contract, &calls, &tags, "in step").await;
+    let after = scrape().await;
+    assert_eq!(
+        count(&after, "local") - count(&before, "local"),
+        (2 * asked + 1) as f64
+    );
+
+    // Lagging: the node has a block the follower cannot read yet.
+    proxy.hold_logs();
+    // Registrations: the root moves.
+    workload
+        .register_block(&chain, contract, 2, 2, &mut sent)
+        .await
+        .unwrap();
+    proxy.until_held(1).await;
+    // Until the head watcher has seen the new head, `latest` may still be the mirror's block
+    // (as a node a moment behind): wait for the node's answer.
+    let root_call = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "eth_call",
+        "params": [{"to": contract, "data": hex(&C::rootCall {}.abi_encode())}, "latest"],
+    });
+    let started = Instant::now();
+    while ask(canopy, root_call.clone()).await != ask(node, root_call.clone()).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "latest never forwarded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let before = scrape().await;
+    compare(canopy, node, contract, &calls, &tags, "lagging").await;
+    let after = scrape().await;
+    assert_eq!(
+        count(&after, "local") - count(&before, "local"),
+        1.0,
+        "only eth_chainId is local while the follower lags"
+    );
+    assert_eq!(
+        count(&after, "forwarded") - count(&before, "forwarded"),
+        (2 * asked + 1) as f64
+    );
+
+    // Caught up: local again.
+    proxy.release_logs();
+    until_applied(canopy, chain.block_number().await.unwrap()).await;
+    let before = scrape().await;
+    compare(canopy, node, contract, &calls, &tags, "caught up").await;
+    let after = scrape().await;
+    assert_eq!(
+        count(&after, "local") - count(&before, "local"),
+        (2 * asked + 1) as f64
+    );
+}
