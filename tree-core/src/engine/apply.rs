@@ -72,10 +72,18 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
     /// As `prepare_checkpointed`; a step is validated where the steps before it left the tree.
     pub fn prepare_checkpointed_steps(
         &self,
-        steps: Vec<UpdateBatch<H>>,
+        mut steps: Vec<UpdateBatch<H>>,
         id: u64,
     ) -> Result<PreparedApply<H, S>, S::Error> {
         self.checkpoints.check_new(id)?;
+        if steps.len() == 1 {
+            // One step is the whole batch: validated and hashed once, as `prepare_checkpointed`.
+            if let Some(batch) = steps.pop() {
+                let mut prepared = self.prepare_inner(batch, Some(id))?;
+                prepared.step_roots = vec![prepared.root];
+                return Ok(prepared);
+            }
+        }
         let root_addr = NodeAddr::root(self.depth);
         let mut overlay = Overlay::new(self.store.reader(), self.depth);
         let mut next_index = self.next_index;

@@ -73,13 +73,10 @@ impl<H: DigestCodec, S: KvStore> SharedTree<H, S> {
         id: u64,
         accept: impl FnOnce(&Digest<H>) -> Result<(), E>,
     ) -> Result<Result<(), E>, StoreTreeError<S>> {
-        let _writer = self.writer.lock();
-        let prepared = self.tree.read().prepare_checkpointed(batch, id)?;
-        if let Err(refused) = accept(prepared.root()) {
-            return Ok(Err(refused));
-        }
-        self.tree.write().publish(prepared)?;
-        Ok(Ok(()))
+        // One step: its one root is the new root.
+        self.apply_checkpointed_steps_if(vec![batch], id, |roots| {
+            roots.first().map_or(Ok(()), accept)
+        })
     }
 
     /// [`apply_checkpointed_if`](Self::apply_checkpointed_if) of `steps` applied in order as
