@@ -600,7 +600,7 @@ impl Follower {
             return Ok(known);
         }
         let block = self.client.block(target).await?;
-        let known = self.client.recent_roots(block).await?.is_some();
+        let known = self.client.has_root_history(block).await?;
         tracing::info!(
             root_history = known,
             "the contract {} a root history (RootStored, getRecentRoots)",
@@ -634,10 +634,9 @@ impl Follower {
             },
             None => self.client.block(meta.number).await?,
         };
-        let words = self.client.recent_roots(block).await?;
-        Ok(Some(words.map_or_else(RootHistory::default, |w| {
-            RootHistory::from_recent_roots(&w)
-        })))
+        Ok(Some(
+            self.client.recent_roots(block).await?.unwrap_or_default(),
+        ))
     }
 
     /// Logs of `from..` up to `target`, over a range that adapts to the node's limits.
@@ -804,13 +803,11 @@ impl Follower {
             Some(mut history) => {
                 let mut events = Vec::with_capacity(logs.len());
                 for log in logs {
-                    let event = self.config.profile.decode(log).map_err(|reason| {
-                        bad(format!(
-                            "log {} of transaction {}: {reason}",
-                            log.log_index.unwrap_or_default(),
-                            log.transaction_hash.unwrap_or_default()
-                        ))
-                    })?;
+                    let event = self
+                        .config
+                        .profile
+                        .decode(log)
+                        .map_err(|reason| bad_log(number, log, &reason))?;
                     let transaction = log.transaction_index.zip(log.transaction_hash);
                     events.push((transaction, event));
                 }
@@ -860,13 +857,7 @@ impl Follower {
         let mut written: BTreeMap<u64, Fr> = BTreeMap::new();
         let mut erased: BTreeSet<u64> = BTreeSet::new();
         for log in logs {
-            let at = |reason: String| {
-                bad(format!(
-                    "log {} of transaction {}: {reason}",
-                    log.log_index.unwrap_or_default(),
-                    log.transaction_hash.unwrap_or_default()
-                ))
-            };
+            let at = |reason: String| bad_log(number, log, &reason);
             match self.config.profile.decode(log).map_err(at)? {
                 MembershipEvent::Registered { index, leaf } => {
                     if index > next {
@@ -1078,9 +1069,7 @@ impl Follower {
         }
         let expected = self.client.root_at(at).await?;
         let roots = if history {
-            let words = self.client.recent_roots(at).await?;
-            let roots =
-                words.map_or_else(RootHistory::default, |w| RootHistory::from_recent_roots(&w));
+            let roots = self.client.recent_roots(at).await?.unwrap_or_default();
             if roots.newest().is_some_and(|newest| newest != expected) {
                 return Err(FollowError::BadData {
                     block: pinned,
@@ -1104,6 +1093,18 @@ impl Follower {
         self.commit(meta, changes, Some(expected), members).await?;
         tracing::info!(block = pinned, members, "state sync done; following events");
         Ok(members)
+    }
+}
+
+/// [`FollowError::BadData`] for `log` of `block`, naming the log and its transaction.
+fn bad_log(block: u64, log: &Log, reason: &str) -> FollowError {
+    FollowError::BadData {
+        block,
+        reason: format!(
+            "log {} of transaction {}: {reason}",
+            log.log_index.unwrap_or_default(),
+            log.transaction_hash.unwrap_or_default()
+        ),
     }
 }
 

@@ -32,6 +32,7 @@ use failure::classify;
 pub(crate) use failure::Failure;
 
 use crate::profile::{canonical, IMembershipSet};
+use crate::roots::RootHistory;
 use crate::{metrics, FollowError};
 
 /// How failed calls are retried.
@@ -794,22 +795,19 @@ impl ChainClient {
         Ok(u64::from(n))
     }
 
-    /// The contract's root history at `block`: `getRecentRoots()` (newest first, zero-padded)
-    /// when `HISTORY_SIZE()` answers, `None` when it reverts (a contract without one).
+    /// Whether the contract keeps a root history at `block`: `HISTORY_SIZE()` answers (true)
+    /// or reverts (false: a contract without one).
     ///
     /// # Errors
     /// Unavailable node, refused call, the block left the chain, a `HISTORY_SIZE` other than
-    /// [`HISTORY_SIZE`](crate::roots::HISTORY_SIZE), a non-canonical root.
-    pub async fn recent_roots(
-        &self,
-        block: BlockRef,
-    ) -> Result<Option<[Fr; crate::roots::HISTORY_SIZE]>, FollowError> {
+    /// [`HISTORY_SIZE`](crate::roots::HISTORY_SIZE).
+    pub async fn has_root_history(&self, block: BlockRef) -> Result<bool, FollowError> {
         let size = match self
             .pinned(IMembershipSet::HISTORY_SIZECall {}, block, Purpose::Any)
             .await
         {
             Ok(size) => size,
-            Err((failure, _)) if failure.is_revert() => return Ok(None),
+            Err((failure, _)) if failure.is_revert() => return Ok(false),
             Err(other) => return Err(self.pinned_error(block, other)),
         };
         if usize::from(size) != crate::roots::HISTORY_SIZE {
@@ -822,10 +820,23 @@ impl ChainClient {
                 ),
             });
         }
-        let words = self
+        Ok(true)
+    }
+
+    /// The contract's root history at `block`, from `getRecentRoots()` (newest first,
+    /// zero-padded); `None` when the call reverts (no history at that block yet).
+    ///
+    /// # Errors
+    /// Unavailable node, refused call, the block left the chain, a non-canonical root.
+    pub async fn recent_roots(&self, block: BlockRef) -> Result<Option<RootHistory>, FollowError> {
+        let words = match self
             .pinned(IMembershipSet::getRecentRootsCall {}, block, Purpose::Any)
             .await
-            .map_err(|f| self.pinned_error(block, f))?;
+        {
+            Ok(words) => words,
+            Err((failure, _)) if failure.is_revert() => return Ok(None),
+            Err(other) => return Err(self.pinned_error(block, other)),
+        };
         let mut roots = [Fr::from(0u64); crate::roots::HISTORY_SIZE];
         for (slot, word) in roots.iter_mut().zip(words) {
             *slot = canonical(word, "getRecentRoots()").map_err(|reason| FollowError::BadData {
@@ -833,7 +844,7 @@ impl ChainClient {
                 reason,
             })?;
         }
-        Ok(Some(roots))
+        Ok(Some(RootHistory::from_recent_roots(&roots)))
     }
 
     /// `deployedBlockNumber()` (latest state).
