@@ -192,27 +192,32 @@ fn counter(scrape: &str, name: &str, label: &str) -> f64 {
         .sum()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn canopy_answers_eth_calls_exactly_as_the_node() {
-    let chain = LocalChain::start().await.unwrap();
-    let contract = chain.deploy_membership(false).await.unwrap();
-    chain.set_automine(false).await.unwrap();
-    let node = chain.url().port().unwrap();
+/// `canopy follow --serve` of `contract` through `rpc`, replaying from the deployment, polling
+/// every 50 ms, with the head watched every 50 ms and `latest` local while that head is under
+/// 10 s old; `extra` is appended to the config file (more of its `[jsonrpc]` section first).
+/// Returns its directory, the process and its port.
+fn follow_and_serve(
+    rpc: &url::Url,
+    contract: Address,
+    extra: &str,
+) -> (tempfile::TempDir, common::KillOnDrop, u16) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("canopy.toml");
     std::fs::write(
         &config,
-        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\nmax_batch = 200\n[server]\ncors_origins = [\"http://app.example\"]\n",
+        format!(
+            "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\n{extra}"
+        ),
     )
     .unwrap();
     let db = dir.path().join("db");
-    let (_server, canopy) = spawn_server(
+    let (server, port) = spawn_server(
         &[
             "follow",
             "--config",
             config.to_str().unwrap(),
             "--rpc",
-            chain.url().as_str(),
+            rpc.as_str(),
             "--contract",
             &contract.to_string(),
             "--db",
@@ -222,6 +227,20 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
         ],
         &[],
         &dir.path().join("follow.log"),
+    );
+    (dir, server, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn canopy_answers_eth_calls_exactly_as_the_node() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let node = chain.url().port().unwrap();
+    let (_dir, _server, canopy) = follow_and_serve(
+        chain.url(),
+        contract,
+        "max_batch = 200\n[server]\ncors_origins = [\"http://app.example\"]\n",
     );
     let mut workload = Workload::new(51);
     let mut sent = Sent::default();
@@ -489,31 +508,7 @@ async fn latest_is_forwarded_while_the_follower_lags() {
     chain.set_automine(false).await.unwrap();
     let node = chain.url().port().unwrap();
     let proxy = integration_tests::proxy::FaultProxy::start(chain.url(), 3).await;
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("canopy.toml");
-    std::fs::write(
-        &config,
-        "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\n",
-    )
-    .unwrap();
-    let db = dir.path().join("db");
-    let (_server, canopy) = spawn_server(
-        &[
-            "follow",
-            "--config",
-            config.to_str().unwrap(),
-            "--rpc",
-            proxy.url.as_str(),
-            "--contract",
-            &contract.to_string(),
-            "--db",
-            db.to_str().unwrap(),
-            "--serve",
-            "127.0.0.1:0",
-        ],
-        &[],
-        &dir.path().join("follow.log"),
-    );
+    let (_dir, _server, canopy) = follow_and_serve(&proxy.url, contract, "");
     let mut workload = Workload::new(61);
     workload.empty_block = 0.0;
     let mut sent = Sent::default();
