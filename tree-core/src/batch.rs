@@ -45,7 +45,14 @@ enum BatchOp<H: Hasher> {
 pub struct UpdateBatch<H: Hasher> {
     ops: Vec<BatchOp<H>>,
     metadata: Option<Vec<u8>>,
+    records: Records,
 }
+
+/// Keyed records a batch writes (`None` removes the key), the last write of each key kept.
+pub type Records = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+/// The longest record key a tree stores.
+pub const MAX_RECORD_KEY: usize = 64;
 
 impl<H: Hasher> UpdateBatch<H> {
     /// An empty batch (applying it changes nothing).
@@ -54,6 +61,7 @@ impl<H: Hasher> UpdateBatch<H> {
         Self {
             ops: Vec::new(),
             metadata: None,
+            records: Records::new(),
         }
     }
 
@@ -112,6 +120,7 @@ impl<H: Hasher> UpdateBatch<H> {
         if other.metadata.is_some() {
             self.metadata = other.metadata;
         }
+        self.records.extend(other.records);
         self
     }
 
@@ -119,6 +128,21 @@ impl<H: Hasher> UpdateBatch<H> {
     /// persistent tree, e.g. "last processed block" lands atomically with the leaves it covers).
     pub fn metadata(&mut self, bytes: Vec<u8>) -> &mut Self {
         self.metadata = Some(bytes);
+        self
+    }
+
+    /// Sets record `key` to `value` as part of this batch: a keyed side table (a chain
+    /// follower's members by id) that lands in the batch's commit, is recorded in the open
+    /// checkpoint's undo frame and rewinds with the leaves. Keys are 1 to [`MAX_RECORD_KEY`]
+    /// bytes; the last write of a key wins.
+    pub fn put_record(&mut self, key: &[u8], value: Vec<u8>) -> &mut Self {
+        self.records.insert(key.to_vec(), Some(value));
+        self
+    }
+
+    /// Removes record `key` as part of this batch (see [`put_record`](Self::put_record)).
+    pub fn remove_record(&mut self, key: &[u8]) -> &mut Self {
+        self.records.insert(key.to_vec(), None);
         self
     }
 
@@ -135,10 +159,10 @@ impl<H: Hasher> UpdateBatch<H> {
             .sum()
     }
 
-    /// True when the batch records no leaf change and no metadata.
+    /// True when the batch records no leaf change, no metadata and no record.
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty() && self.metadata.is_none()
+        self.ops.is_empty() && self.metadata.is_none() && self.records.is_empty()
     }
 
     /// Checks the batch against a tree of `depth` whose `next_index` is `next_index`, and turns it
@@ -153,10 +177,17 @@ impl<H: Hasher> UpdateBatch<H> {
     ///
     /// # Errors
     /// [`TreeError::EmptyOverride`], [`TreeError::RangeOverflow`], [`TreeError::RangeOutOfBounds`],
-    /// [`TreeError::IndexOutOfBounds`], [`TreeError::DeleteUnset`]: the first violated rule, in
-    /// that order of checks. Nothing is applied when an error is returned.
+    /// [`TreeError::IndexOutOfBounds`], [`TreeError::DeleteUnset`], [`TreeError::RecordKey`]: the
+    /// first violated rule, in that order of checks. Nothing is applied when an error is returned.
     pub fn validate(self, depth: Depth, next_index: u64) -> Result<PreparedBatch<H>, TreeError> {
         let capacity = depth.capacity();
+        if let Some(key) = self
+            .records
+            .keys()
+            .find(|key| key.is_empty() || key.len() > MAX_RECORD_KEY)
+        {
+            return Err(TreeError::RecordKey { len: key.len() });
+        }
         // Pass 1: writes and ranges, as each call would have reported them.
         for op in &self.ops {
             match op {
@@ -242,6 +273,7 @@ impl<H: Hasher> UpdateBatch<H> {
             writes,
             next_index: running_next,
             metadata: self.metadata,
+            records: self.records,
         })
     }
 }
@@ -272,6 +304,7 @@ pub struct PreparedBatch<H: Hasher> {
     writes: Vec<(u64, Option<Digest<H>>)>,
     next_index: u64,
     metadata: Option<Vec<u8>>,
+    records: Records,
 }
 
 impl<H: Hasher> PreparedBatch<H> {
@@ -291,6 +324,12 @@ impl<H: Hasher> PreparedBatch<H> {
     #[must_use]
     pub fn metadata(&self) -> Option<&[u8]> {
         self.metadata.as_deref()
+    }
+
+    /// The records the batch writes, by key (`None` removes).
+    #[must_use]
+    pub fn records(&self) -> &Records {
+        &self.records
     }
 }
 

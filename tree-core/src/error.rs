@@ -57,6 +57,12 @@ pub enum TreeError {
     /// `override_range` with no leaves to write and no indices to remove.
     #[error("override_range called with no leaves and no removals")]
     EmptyOverride,
+    /// A record key that is empty or longer than [`MAX_RECORD_KEY`](crate::MAX_RECORD_KEY).
+    #[error("record key of {len} bytes (1 to {} allowed)", crate::MAX_RECORD_KEY)]
+    RecordKey {
+        /// The key's length.
+        len: usize,
+    },
     /// `update_next` on a tree whose `next_index` reached capacity.
     #[error("tree is full (capacity {capacity})")]
     TreeFull {

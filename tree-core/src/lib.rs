@@ -67,7 +67,7 @@ mod tree;
 pub mod testing;
 
 pub use addr::{Depth, NodeAddr, MAX_DEPTH};
-pub use batch::{range_end, PreparedBatch, UpdateBatch};
+pub use batch::{range_end, PreparedBatch, Records, UpdateBatch, MAX_RECORD_KEY};
 pub use empty::EmptyRoots;
 pub use error::{AsTreeError, TreeError};
 pub use full::{DenseNodes, FullMerkleTree};

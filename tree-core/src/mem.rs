@@ -4,7 +4,7 @@
 //! [`FullMerkleTree`](crate::FullMerkleTree) and [`OptimalMerkleTree`](crate::OptimalMerkleTree)
 //! are the engine over this store with a dense or a sparse layout.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use derive_where::derive_where;
 use hasher::{Digest, Hasher};
@@ -27,13 +27,14 @@ pub trait MemNodes<H: Hasher> {
     fn stored_nodes(&self) -> usize;
 }
 
-/// One checkpoint's undo frame: the value at the checkpoint of every node, and the deleted flag
-/// of every leaf, first changed after it. Also what a rewind gathers from the frames it
+/// One checkpoint's undo frame: the value at the checkpoint of every node, deleted flag and
+/// record first changed after it. Also what a rewind gathers from the frames it
 /// consumes.
 #[derive_where(Clone, Debug, Default)]
 pub struct Frame<H: Hasher> {
     nodes: FxHashMap<NodeAddr, Digest<H>>,
     deleted: FxHashMap<u64, bool>,
+    records: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
 }
 
 impl<H: Hasher> Frame<H> {
@@ -41,15 +42,21 @@ impl<H: Hasher> Frame<H> {
         // hashbrown: one control byte per bucket next to each entry.
         self.nodes.capacity() * (size_of::<(NodeAddr, Digest<H>)>() + 1)
             + self.deleted.capacity() * (size_of::<(u64, bool)>() + 1)
+            + self
+                .records
+                .iter()
+                .map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len))
+                .sum::<usize>()
     }
 }
 
 /// Nodes in layout `N`, the deleted slots (a sparse set: memory grows with deletions, never with
-/// capacity) and one undo frame per retained checkpoint, oldest first.
+/// capacity), the records and one undo frame per retained checkpoint, oldest first.
 #[derive_where(Clone, Debug; N)]
 pub struct InMemoryStore<H: Hasher, N> {
     nodes: N,
     deleted: BTreeSet<u64>,
+    records: BTreeMap<Vec<u8>, Vec<u8>>,
     frames: Vec<Frame<H>>,
 }
 
@@ -63,6 +70,7 @@ impl<H: Hasher, N: MemNodes<H>> Tree<H, InMemoryStore<H, N>> {
         let store = InMemoryStore {
             nodes,
             deleted: BTreeSet::new(),
+            records: BTreeMap::new(),
             frames: Vec::new(),
         };
         let state = TreeState {
@@ -173,6 +181,14 @@ fn write_recorded<H: Hasher, N: MemNodes<H>>(
     nodes.write_level(level, indices, values);
 }
 
+/// Sets (`Some`) or removes record `key`.
+fn set_record(records: &mut BTreeMap<Vec<u8>, Vec<u8>>, key: Vec<u8>, value: Option<Vec<u8>>) {
+    match value {
+        Some(value) => records.insert(key, value),
+        None => records.remove(&key),
+    };
+}
+
 /// Sets or clears leaf `index`'s deleted flag.
 fn set_deleted(deleted: &mut BTreeSet<u64>, index: u64, set: bool) {
     if set {
@@ -203,6 +219,10 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
         Ok(self.deleted.iter().copied().collect())
     }
 
+    fn record(&self, key: &[u8]) -> Result<Option<Vec<u8>>, TreeError> {
+        Ok(self.records.get(key).cloned())
+    }
+
     fn write_in_place(&mut self, record_into: Option<u64>) -> Option<InPlace<'_, H, TreeError>> {
         Some(Box::new(Recorder {
             nodes: &mut self.nodes,
@@ -215,12 +235,13 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
         Ok(change)
     }
 
-    /// Records each node's and flag's value before its first overwrite into the open frame,
-    /// then writes; opens the added checkpoint's frame and drops the pruned ones.
+    /// Records each node's, flag's and record's value before its first overwrite into the open
+    /// frame, then writes; opens the added checkpoint's frame and drops the pruned ones.
     fn commit(&mut self, change: Change<H>) -> Result<(), TreeError> {
         let Self {
             nodes,
             deleted,
+            records,
             frames,
         } = self;
         let mut frame = change.record_into.and(frames.last_mut());
@@ -235,6 +256,16 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
                     .or_insert_with(|| deleted.contains(&index));
             }
             set_deleted(deleted, index, set);
+        }
+        for (key, value) in change.records {
+            if let Some(frame) = frame.as_deref_mut() {
+                if !frame.records.contains_key(&key) {
+                    frame
+                        .records
+                        .insert(key.clone(), records.get(&key).cloned());
+                }
+            }
+            set_record(records, key, value);
         }
         if change.added.is_some() {
             frames.push(Frame::default());
@@ -266,6 +297,11 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
         for (index, deleted) in &frame.deleted {
             out.deleted.entry(*index).or_insert(*deleted);
         }
+        for (key, value) in &frame.records {
+            if !out.records.contains_key(key) {
+                out.records.insert(key.clone(), value.clone());
+            }
+        }
         Ok(())
     }
 
@@ -284,6 +320,9 @@ impl<H: Hasher, N: MemNodes<H>> TreeStore<H> for InMemoryStore<H, N> {
         }
         for (index, was_deleted) in restore.deleted {
             set_deleted(&mut self.deleted, index, was_deleted);
+        }
+        for (key, value) in restore.records {
+            set_record(&mut self.records, key, value);
         }
         // `to` keeps its (now empty) frame; the later ones go with their checkpoints.
         let keep = self.frames.len().saturating_sub(consumed.len()) + 1;

@@ -160,7 +160,7 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
         self.stage_apply(prepared, reader, nodes, root, checkpoint)
     }
 
-    /// The apply's [`Change`] — `nodes`, the deleted flags, counters, metadata, the open
+    /// The apply's [`Change`] — `nodes`, the deleted flags, counters, metadata, records, the open
     /// frame, and checkpoint `checkpoint` with its pruning — staged by the store.
     fn stage_apply(
         &self,
@@ -187,6 +187,7 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
             deleted,
             next_index: (next_index != self.next_index).then_some(next_index),
             metadata: metadata.clone(),
+            records: prepared.records().clone(),
             record_into: self.open_frame(),
             ..Change::default()
         };

@@ -111,6 +111,15 @@ impl<H: Hasher, S: TreeStore<H>> Tree<H, S> {
         batch.metadata(metadata);
         MerkleTree::apply(self, batch)
     }
+
+    /// Record `key`'s value, as the last commit left it (see
+    /// [`UpdateBatch::put_record`]).
+    ///
+    /// # Errors
+    /// A storage read failure.
+    pub fn record(&self, key: &[u8]) -> Result<Option<Vec<u8>>, S::Error> {
+        self.store.record(key)
+    }
 }
 
 impl<H: Hasher, S: TreeStore<H>> MerkleTree for Tree<H, S> {

@@ -6,7 +6,7 @@ use hasher::{Digest, Hasher};
 
 use crate::history::FrameRef;
 use crate::rehash::NodeLevels;
-use crate::{AsTreeError, CheckpointInfo, HistoryConfig, NodeAddr, TreeError};
+use crate::{AsTreeError, CheckpointInfo, HistoryConfig, NodeAddr, Records, TreeError};
 
 /// Reads of stored nodes (the empty subtree's value where nothing is stored).
 pub trait NodeRead<H: Hasher> {
@@ -42,6 +42,8 @@ pub struct Change<H: Hasher> {
     pub next_index: Option<u64>,
     /// The new metadata, when set.
     pub metadata: Option<Vec<u8>>,
+    /// Records written (`None` removes), recorded into the open frame like nodes.
+    pub records: Records,
     /// The open undo frame (the newest checkpoint's id): the value of every node and deleted
     /// flag this change overwrites for the first time since that checkpoint is recorded into it.
     pub record_into: Option<u64>,
@@ -79,6 +81,12 @@ pub trait TreeStore<H: Hasher>: Sized {
     /// # Errors
     /// A storage read failure.
     fn node(&self, addr: NodeAddr) -> Result<Digest<H>, Self::Error>;
+
+    /// Record `key`'s value, if set ([`UpdateBatch::put_record`](crate::UpdateBatch::put_record)).
+    ///
+    /// # Errors
+    /// A storage read failure.
+    fn record(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error>;
 
     /// The deleted leaves, in increasing order.
     ///

@@ -7,8 +7,8 @@ use hasher::{Digest, DigestCodec};
 
 use super::layout::{
     self, checkpoint_key, chunk_key, deleted_key, encode_checkpoint, encode_chunk, encode_history,
-    encode_undo, parse_deleted_key, undo_key, ChunkAddr, COMMITS_KEY, DELETED_PREFIX, HISTORY_KEY,
-    METADATA_KEY, NEXT_INDEX_KEY,
+    encode_undo, parse_deleted_key, record_key, undo_key, ChunkAddr, COMMITS_KEY, DELETED_PREFIX,
+    HISTORY_KEY, METADATA_KEY, NEXT_INDEX_KEY,
 };
 use super::open::stored_commits;
 use super::reader::KvReader;
@@ -134,6 +134,10 @@ impl<H: DigestCodec, S: KvStore> TreeStore<H> for KvTreeStore<H, S> {
         Ok(indices)
     }
 
+    fn record(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error> {
+        self.get(&record_key(key))
+    }
+
     fn stage(
         &self,
         reader: KvReader<'_, H, S>,
@@ -153,6 +157,12 @@ impl<H: DigestCodec, S: KvStore> TreeStore<H> for KvTreeStore<H, S> {
         }
         if let Some(metadata) = change.metadata {
             batch.insert(METADATA_KEY, metadata);
+        }
+        for (key, value) in change.records {
+            match value {
+                Some(value) => batch.insert(&record_key(&key), value),
+                None => batch.remove(&record_key(&key)),
+            }
         }
         if let Some(id) = change.record_into {
             self.stage_undo(id, &mut batch)?;

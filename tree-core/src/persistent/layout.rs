@@ -14,6 +14,7 @@
 //! | `D` index:`u64` big-endian            | empty: the leaf slot was deleted       |
 //! | `M` `history`                         | `max_checkpoints`, `root_window`: two `u64` big-endian (absent = defaults) |
 //! | `C` id:`u64` big-endian               | a checkpoint: root (`LEN` bytes), `next_index` `u64` BE, metadata |
+//! | `R` key (1–64 bytes)                  | a record's value (`UpdateBatch::put_record`) |
 //! | `U` id:`u64` BE, then a key           | undo: that key's value at checkpoint `id`, `0` = absent or `1` + value |
 //! | `M` `commits`                         | `u64` big-endian: batches committed (absent = 0); every batch bumps it, so after a failed commit one read tells whether it landed |
 //!
@@ -23,7 +24,7 @@
 //! chunks densely. Slots holding the empty subtree of their level are stored as that value; a
 //! chunk whose slots are all empty is not stored (absent = empty), so a fresh tree holds only its
 //! header. Big-endian chunk numbers make the engine's byte order equal `(level, index)` order. The
-//! header, nodes, `next_index`, deleted slots and metadata of one apply travel in one
+//! header, nodes, `next_index`, deleted slots, records and metadata of one apply travel in one
 //! [`StoreBatch`](super::StoreBatch) (one sled batch, one redb write transaction), together with the undo records it adds to the newest checkpoint's frame.
 //!
 //! Undo records work on keys, not nodes: before an apply first overwrites a key after checkpoint
@@ -65,6 +66,8 @@ pub const HISTORY_KEY: &[u8] = b"Mhistory";
 pub const CHECKPOINT_PREFIX: u8 = b'C';
 /// Prefix of undo records.
 pub const UNDO_PREFIX: u8 = b'U';
+/// Prefix of records (a keyed side table that commits and rewinds with the tree).
+pub const RECORD_PREFIX: u8 = b'R';
 
 /// log2 of [`CHUNK_NODES`].
 pub const CHUNK_BITS: u8 = 4;
@@ -171,6 +174,15 @@ pub fn checkpoint_key(id: u64) -> [u8; 9] {
 #[must_use]
 pub fn parse_checkpoint_key(key: &[u8]) -> Option<u64> {
     parse_numbered_key(CHECKPOINT_PREFIX, key)
+}
+
+/// `R | key`: where record `key` is stored.
+#[must_use]
+pub fn record_key(key: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1 + key.len());
+    out.push(RECORD_PREFIX);
+    out.extend_from_slice(key);
+    out
 }
 
 /// `U | id BE`: the prefix of checkpoint `id`'s undo frame.

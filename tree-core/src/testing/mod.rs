@@ -7,9 +7,11 @@
 mod hashers;
 mod history;
 mod ops;
+mod records;
 mod reference;
 
 pub use hashers::MixHasher;
 pub use history::{arb_history_ops, check_apply_checkpointed, check_history_ops, HistoryOp};
 pub use ops::{apply_op, arb_ops, assert_same_state, check_ops, mix_leaf, Op};
+pub use records::{arb_record_ops, check_records, RecordOp};
 pub use reference::ReferenceTree;
