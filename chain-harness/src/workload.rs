@@ -15,6 +15,8 @@ use crate::{HarnessError, LocalChain};
 pub struct Workload {
     rng: StdRng,
     active: Vec<U256>,
+    /// Every id registered so far (erased ones included), in order.
+    ever: Vec<U256>,
     /// Probability that a block has no transactions.
     pub empty_block: f64,
     /// Transactions per non-empty block: 1..=this.
@@ -41,6 +43,7 @@ impl Workload {
         Self {
             rng: StdRng::seed_from_u64(seed),
             active: Vec::new(),
+            ever: Vec::new(),
             empty_block: 0.1,
             max_txs: 3,
         }
@@ -57,6 +60,12 @@ impl Workload {
         &self.active
     }
 
+    /// Every id commitment registered so far, erased ones included.
+    #[must_use]
+    pub fn registered_ids(&self) -> &[U256] {
+        &self.ever
+    }
+
     /// Members the model holds.
     #[must_use]
     pub fn members(&self) -> usize {
@@ -64,7 +73,9 @@ impl Workload {
     }
 
     fn new_id(&mut self) -> U256 {
-        U256::from(self.rng.gen_range(1u128..u128::MAX))
+        let id = U256::from(self.rng.gen_range(1u128..u128::MAX));
+        self.ever.push(id);
+        id
     }
 
     fn take_active(&mut self, max: usize) -> Vec<U256> {

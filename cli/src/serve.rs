@@ -352,7 +352,6 @@ async fn roots(State(app): State<AppState>) -> Response {
 }
 
 async fn proof(State(app): State<AppState>, Path(index): Path<String>) -> Response {
-    let tree = &app.tree;
     let Ok(index) = index.parse::<u64>() else {
         return error(
             StatusCode::BAD_REQUEST,
@@ -360,38 +359,77 @@ async fn proof(State(app): State<AppState>, Path(index): Path<String>) -> Respon
         );
     };
     // One read: the root and the proof come from the same state.
-    let result = tree.read(|t| {
-        match not_a_member(t, index) {
-            Ok(Some(reason)) => return Err((StatusCode::NOT_FOUND, reason)),
-            Ok(None) => {}
-            Err(e) => return Err((StatusCode::INTERNAL_SERVER_ERROR, e.to_string())),
+    match app.tree.read(|t| proof_json(t, index)) {
+        Ok(body) => Json(body).into_response(),
+        Err((status, message)) => error(status, message),
+    }
+}
+
+/// The proof of member `index` with the root and leaf it holds for, as `/proof` and `/member`
+/// answer it.
+fn proof_json(t: &ops::Tree, index: u64) -> Result<Value, (StatusCode, String)> {
+    let internal = |e: &dyn std::fmt::Display| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+    match not_a_member(t, index) {
+        Ok(Some(reason)) => return Err((StatusCode::NOT_FOUND, reason)),
+        Ok(None) => {}
+        Err(e) => return Err(internal(&e)),
+    }
+    let leaf = t.get(index).map_err(|e| internal(&e))?;
+    let proof = t.proof(index).map_err(|e| internal(&e))?;
+    let zerokit: String = proof
+        .path_elements()
+        .iter()
+        .flat_map(fr_to_le_bytes)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(json!({
+        "index": index,
+        "root": fr_hex(&t.root()),
+        "leaf": fr_hex(&leaf),
+        "path_elements": proof.path_elements().iter().map(fr_hex).collect::<Vec<_>>(),
+        "identity_path_index": proof.path_index(),
+        "zerokit_path_elements_le": zerokit,
+    }))
+}
+
+/// `GET /member/{id}`: for a client that knows its id commitment (decimal or `0x` hex), not
+/// its index: the member's index, rate limit and proof, from the member index; 404 for a
+/// non-member, 503 while the index is not complete (being built after a state sync, or a
+/// contract whose events carry no rate limit).
+async fn member(State(app): State<AppState>, Path(id): Path<String>) -> Response {
+    let parsed = id
+        .parse::<alloy::primitives::U256>()
+        .ok()
+        .and_then(|word| follower::profile::canonical(word, "id").ok());
+    let Some(fr) = parsed else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("{id:?} is not an id commitment (a field element, decimal or 0x hex)"),
+        );
+    };
+    let result = app.tree.read(|t| {
+        let internal = |e: &dyn std::fmt::Display| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
+        let meta = follower::BlockMeta::decode(&t.metadata().map_err(|e| internal(&e))?)
+            .map_err(|e| internal(&e))?;
+        if meta.and_then(|m| m.members_from).is_none() {
+            return Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the member index is not complete (being built from the contract's logs, or not kept for this contract)".to_owned(),
+            ));
         }
-        let leaf = t
-            .get(index)
-            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        let proof = t
-            .proof(index)
-            .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-        Ok((t.root(), leaf, proof))
+        let (rate_limit, index, _) =
+            follower::membership_info(t, &fr).map_err(|e| internal(&e))?;
+        if rate_limit == 0 {
+            return Err((StatusCode::NOT_FOUND, format!("{} is not a member", fr_hex(&fr))));
+        }
+        let mut body = proof_json(t, u64::from(index))?;
+        body["id_commitment"] = json!(fr_hex(&fr));
+        body["rate_limit"] = json!(rate_limit);
+        body["last_block"] = json!(last_block(t));
+        Ok(body)
     });
     match result {
-        Ok((root, leaf, proof)) => {
-            let zerokit: String = proof
-                .path_elements()
-                .iter()
-                .flat_map(fr_to_le_bytes)
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            Json(json!({
-                "index": index,
-                "root": fr_hex(&root),
-                "leaf": fr_hex(&leaf),
-                "path_elements": proof.path_elements().iter().map(fr_hex).collect::<Vec<_>>(),
-                "identity_path_index": proof.path_index(),
-                "zerokit_path_elements_le": zerokit,
-            }))
-            .into_response()
-        }
+        Ok(body) => Json(body).into_response(),
         Err((status, message)) => error(status, message),
     }
 }
@@ -399,7 +437,7 @@ async fn proof(State(app): State<AppState>, Path(index): Path<String>) -> Respon
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "unknown path (try /health, /ready, /metrics, /root, /roots, /proof/{index}, POST /verify)"
+        "unknown path (try /health, /ready, /metrics, /root, /roots, /proof/{index}, /member/{id}, POST /verify, POST / for JSON-RPC)"
             .into(),
     )
 }
@@ -549,6 +587,7 @@ pub fn router(app: AppState) -> Router {
         .route("/root", get(root))
         .route("/roots", get(roots))
         .route("/proof/{index}", get(proof))
+        .route("/member/{id}", get(member))
         .route_layer(tower_http::limit::RequestBodyLimitLayer::new(
             config.max_body_bytes,
         ))

@@ -85,6 +85,7 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
     let mining = Arc::new(AtomicBool::new(true));
     let miner = {
         let (chain, mining) = (chain.clone(), mining.clone());
+        let mut workload = workload.clone();
         tokio::spawn(async move {
             let mut sent = Sent::default();
             // At most 100 blocks, so the 128-checkpoint window keeps every block committed
@@ -95,7 +96,7 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
                 mined += 1;
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            sent
+            (sent, workload)
         })
     };
     let mut rng = rand::rngs::StdRng::seed_from_u64(9);
@@ -131,7 +132,7 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
         killed_while_running += 1;
     }
     mining.store(false, Ordering::Relaxed);
-    let sent = miner.await.unwrap();
+    let (sent, workload) = miner.await.unwrap();
 
     // Restarted once more: it continues from the last committed block to the head.
     let head = chain.block_number().await.unwrap();
@@ -183,6 +184,29 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
             "block {block} has events but was not committed"
         );
     }
+    // The member index, built after the first state sync and changed by every block since,
+    // kills included, answers getMembershipInfo as the contract does for every id ever
+    // registered.
+    let meta = BlockMeta::decode(&tree.metadata().unwrap())
+        .unwrap()
+        .unwrap();
+    assert!(meta.members_from.is_some(), "the member index is complete");
+    let mut member_checks = 0u64;
+    for id in workload.registered_ids() {
+        let theirs = client
+            .membership_info(*id, BlockId::Number(head.into()))
+            .await
+            .unwrap();
+        let fr = follower::profile::canonical(*id, "id").unwrap();
+        let (rate_limit, index, leaf) = follower::membership_info(&tree, &fr).unwrap();
+        assert_eq!(
+            (rate_limit, index, follower::profile::to_u256(&leaf)),
+            theirs,
+            "getMembershipInfo({id:#x}) after {} kills",
+            trials()
+        );
+        member_checks += 1;
+    }
     let members = tree.next_index();
     drop(tree);
     println!(
@@ -199,6 +223,7 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
         "kill9",
         &[
             ("kill9_trials", killed_while_running),
+            ("member_checks", member_checks),
             ("mismatches", 0),
             ("root_checks", checkpoints.len() as u64 + 2),
         ],

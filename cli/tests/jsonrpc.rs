@@ -27,7 +27,7 @@ fn blocks() -> u64 {
     std::env::var("CANOPY_JSONRPC_BLOCKS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(40)
+        .unwrap_or(300)
 }
 
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -80,7 +80,7 @@ fn hex(data: &[u8]) -> String {
 
 /// The calls compared after a block: every view, with members, freed, unused, out-of-range and
 /// reverting arguments; `ids` are members' id commitments.
-fn view_calls(members: u64, ids: &[U256], rng: &mut rand::rngs::StdRng) -> Vec<Vec<u8>> {
+fn view_calls(members: u64, workload: &Workload, rng: &mut rand::rngs::StdRng) -> Vec<Vec<u8>> {
     let any = |rng: &mut rand::rngs::StdRng| rng.gen_range(0..members.max(1) + 3);
     let mut calls = vec![
         C::rootCall {}.abi_encode(),
@@ -114,13 +114,19 @@ fn view_calls(members: u64, ids: &[U256], rng: &mut rand::rngs::StdRng) -> Vec<V
     for position in [rng.gen_range(0..5), rng.gen_range(5..=255), 0] {
         calls.push(C::getRootAtCall { position }.abi_encode());
     }
-    // Members by id: a member, an id never registered.
+    // Members by id: a member, an id registered at some point (maybe erased since, lazily or
+    // fully), an id never registered, one past the field modulus.
     let unknown = U256::from(rng.gen::<u64>());
-    for id in [
+    let pick = |ids: &[U256], rng: &mut rand::rngs::StdRng| {
         ids.get(rng.gen_range(0..ids.len().max(1)))
             .copied()
-            .unwrap_or(unknown),
+            .unwrap_or(unknown)
+    };
+    for id in [
+        pick(workload.member_ids(), rng),
+        pick(workload.registered_ids(), rng),
         unknown,
+        U256::MAX,
     ] {
         calls.push(C::isInMembershipSetCall { idCommitment: id }.abi_encode());
         calls.push(C::getMembershipInfoCall { idCommitment: id }.abi_encode());
@@ -276,14 +282,19 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
         until_applied(canopy, head).await;
         let at = direct.block(head).await.unwrap();
         let members = direct.next_free_index(at).await.unwrap();
-        let calls = view_calls(members, workload.member_ids(), &mut rng);
-        let mut tags = vec![
-            json!("latest"),
-            json!(format!("{head:#x}")),
-            json!({"blockHash": at.hash}),
-            json!({"blockHash": at.hash, "requireCanonical": true}),
-            json!(format!("{:#x}", head - 1)),
-        ];
+        let calls = view_calls(members, &workload, &mut rng);
+        // Every block at `latest` and its number (nwaku's and the common tags); every tenth
+        // and the reorg's also by hash (EIP-1898, with and without requireCanonical) and at the
+        // block before: the node answers views that hash (root(), getMerkleProof) in ~70 ms
+        // each, so the whole matrix every block would make 300 blocks take minutes.
+        let mut tags = vec![json!("latest"), json!(format!("{head:#x}"))];
+        if i % 10 == 0 || reorg_now {
+            tags.extend([
+                json!({"blockHash": at.hash}),
+                json!({"blockHash": at.hash, "requireCanonical": true}),
+                json!(format!("{:#x}", head - 1)),
+            ]);
+        }
         if reorg_now {
             // The orphaned block's hash: the node's answer (an error), never the mirror's.
             tags.push(json!({"blockHash": orphaned.hash}));
@@ -304,7 +315,7 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     let ours: RootProvider =
         RootProvider::new_http(format!("http://127.0.0.1:{canopy}").parse().unwrap());
     let theirs: RootProvider = RootProvider::new_http(chain.url().clone());
-    for data in view_calls(40, workload.member_ids(), &mut rng) {
+    for data in view_calls(40, &workload, &mut rng) {
         let request = TransactionRequest::default()
             .to(contract)
             .input(TransactionInput::new(data.into()));
@@ -405,11 +416,34 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     .await;
     assert_ne!(ask(canopy, recent_roots).await, roots_before);
 
-    // The root history is the mirror's answer: every call of these is local.
+    // The root history and the members are the mirror's answers: every call of these is local.
+    let erased = workload
+        .registered_ids()
+        .iter()
+        .find(|id| !workload.member_ids().contains(id))
+        .copied()
+        .unwrap();
     let history_calls = [
         C::HISTORY_SIZECall {}.abi_encode(),
         C::getRecentRootsCall {}.abi_encode(),
         C::getRootAtCall { position: 4 }.abi_encode(),
+        C::deployedBlockNumberCall {}.abi_encode(),
+        C::isInMembershipSetCall {
+            idCommitment: new_id,
+        }
+        .abi_encode(),
+        C::getMembershipInfoCall {
+            idCommitment: new_id,
+        }
+        .abi_encode(),
+        C::getMembershipInfoCall {
+            idCommitment: erased,
+        }
+        .abi_encode(),
+        C::isInMembershipSetCall {
+            idCommitment: U256::MAX,
+        }
+        .abi_encode(),
     ];
     let before = blocking(move || http(canopy, "GET", "/metrics", None))
         .await
@@ -425,6 +459,31 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     // Each call is asked singly and again in the batch, whose extra eth_chainId is local too
     // (its eth_blockNumber is forwarded).
     assert_eq!(local_of(&after) - local_of(&before), (2 * asked + 1) as f64);
+
+    // GET /member/{id}: the member's index, rate limit and proof, as the contract has them.
+    let at = alloy::eips::BlockId::Number(head.into());
+    for id in workload.member_ids().iter().take(5).chain([&new_id]) {
+        let path = format!("/member/{id:#x}");
+        let (status, body) = blocking(move || http(canopy, "GET", &path, None)).await;
+        assert_eq!(status, 200, "{body}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        let (rate_limit, index, leaf) = direct.membership_info(*id, at).await.unwrap();
+        assert_eq!(body["rate_limit"], json!(rate_limit), "{body}");
+        assert_eq!(body["index"], json!(index), "{body}");
+        assert_eq!(body["leaf"], json!(format!("{leaf:#066x}")), "{body}");
+        let proof = direct.merkle_proof(u64::from(index), at).await.unwrap();
+        let proof: Vec<String> = proof.iter().map(|w| format!("{w:#066x}")).collect();
+        assert_eq!(body["path_elements"], json!(proof), "{body}");
+    }
+    for (path, want) in [
+        (format!("/member/{erased}"), 404),
+        ("/member/12345".to_owned(), 404),
+        (format!("/member/{}", U256::MAX), 400),
+        ("/member/not-an-id".to_owned(), 400),
+    ] {
+        let (status, body) = blocking(move || http(canopy, "GET", &path, None)).await;
+        assert_eq!(status, want, "{body}");
+    }
 
     // CORS for the configured origin only: the preflight, and the answer's header.
     let response = |origin: &'static str, method: &'static str| {

@@ -2,15 +2,16 @@
 //! `MERKLE_TREE_DEPTH()`, `getMerkleProof(uint40)` and
 //! `getRateCommitmentsInRangeBoundsInclusive(uint32,uint32)`, and for a contract with a root
 //! history `HISTORY_SIZE()`, `getRecentRoots()` and `getRootAt(uint8)` (from the history in the
-//! block's metadata), ABI-encoded as the contract returns them. Calldata that is not exactly one of them (another selector, extra or short
+//! block's metadata), and once the member index is complete `isInMembershipSet(uint256)`,
+//! `getMembershipInfo(uint256)` and `deployedBlockNumber()`, ABI-encoded as the contract returns them. Calldata that is not exactly one of them (another selector, extra or short
 //! bytes, unclean words), and calls the contract would revert, are not answered here: the node
 //! answers them, so their errors are its own.
 
 use alloy::primitives::{Bytes, U256};
 use alloy::sol_types::SolCall;
-use follower::profile::{to_u256, IMembershipSet as C};
-use follower::{BlockMeta, HISTORY_SIZE};
-use hasher::PoseidonHasher;
+use follower::profile::{canonical, to_u256, IMembershipSet as C};
+use follower::{membership_info, BlockMeta, HISTORY_SIZE};
+use hasher::{Fr, PoseidonHasher};
 use tree_core::MerkleTree;
 use tree_engines::DbTree;
 
@@ -83,9 +84,38 @@ pub fn answer(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, data: &[u8]) -> O
             let root = meta.roots?.root_at(call.position).ok()?;
             C::getRootAtCall::abi_encode_returns(&to_u256(&root))
         }
+        C::isInMembershipSetCall::SELECTOR => {
+            let call = exact::<C::isInMembershipSetCall>(data)?;
+            let (_, _, leaf) = member(tree, meta, call.idCommitment)?;
+            C::isInMembershipSetCall::abi_encode_returns(&(leaf != Fr::from(0u64)))
+        }
+        C::getMembershipInfoCall::SELECTOR => {
+            let call = exact::<C::getMembershipInfoCall>(data)?;
+            let (rate_limit, index, leaf) = member(tree, meta, call.idCommitment)?;
+            C::getMembershipInfoCall::abi_encode_returns(&C::getMembershipInfoReturn {
+                _0: rate_limit,
+                _1: index,
+                _2: to_u256(&leaf),
+            })
+        }
+        C::deployedBlockNumberCall::SELECTOR => {
+            exact::<C::deployedBlockNumberCall>(data)?;
+            let deployed = u32::try_from(meta.members_from?).ok()?;
+            C::deployedBlockNumberCall::abi_encode_returns(&deployed)
+        }
         _ => return None,
     };
     Some(encoded.into())
+}
+
+/// `getMembershipInfo(id)` from the member index, when the block's index is complete. An id
+/// at or past the field modulus is no member (the contract refuses to register it).
+fn member(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, id: U256) -> Option<(u32, u32, Fr)> {
+    meta.members_from?;
+    match canonical(id, "id") {
+        Ok(id) => membership_info(tree, &id).ok(),
+        Err(_) => Some((0, 0, Fr::from(0u64))),
+    }
 }
 
 /// The call `data` encodes, when it is its one canonical encoding: no extra or missing bytes,

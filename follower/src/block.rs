@@ -6,6 +6,7 @@ use hasher::{Fr, PoseidonHasher};
 use tree_core::UpdateBatch;
 use tree_engines::SharedDbTree as SharedTree;
 
+use crate::members::{member_key, MemberInfo};
 use crate::roots::{RootHistory, HISTORY_SIZE};
 use crate::FollowError;
 
@@ -29,13 +30,18 @@ pub struct BlockMeta {
     pub binding: Option<ChainBinding>,
     /// The contract's root history after the block, when the contract keeps one.
     pub roots: Option<RootHistory>,
+    /// When the member index ([`crate::members`]) holds every member at this block: the
+    /// contract's deployment block, from which it was built. `None`: not indexed (yet).
+    pub members_from: Option<u64>,
 }
 
 const MAGIC: &[u8; 4] = b"CNB1";
 const FLAG_HASH: u8 = 1;
 const FLAG_BINDING: u8 = 2;
 const FLAG_ROOTS: u8 = 4;
-/// The fixed part; with [`FLAG_ROOTS`] a count byte and that many 32-byte roots follow.
+const FLAG_MEMBERS: u8 = 8;
+/// The fixed part; with [`FLAG_MEMBERS`] the deployment block (8 bytes) follows, then with
+/// [`FLAG_ROOTS`] a count byte and that many 32-byte roots.
 const ENCODED_LEN: usize = 4 + 1 + 8 + 32 + 8 + 20;
 
 impl BlockMeta {
@@ -47,11 +53,13 @@ impl BlockMeta {
             hash: None,
             binding: None,
             roots: None,
+            members_from: None,
         }
     }
 
     /// The stored bytes: `CNB1`, flags, number (BE), hash, chain id (BE), contract; then, with a
-    /// root history, its length and roots (BE, newest first).
+    /// complete member index, the block it was built from (BE); then, with a root history, its
+    /// length and roots (BE, newest first).
     #[must_use]
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(ENCODED_LEN);
@@ -62,7 +70,12 @@ impl BlockMeta {
             } else {
                 0
             }
-            | if self.roots.is_some() { FLAG_ROOTS } else { 0 };
+            | if self.roots.is_some() { FLAG_ROOTS } else { 0 }
+            | if self.members_from.is_some() {
+                FLAG_MEMBERS
+            } else {
+                0
+            };
         out.push(flags);
         out.extend_from_slice(&self.number.to_be_bytes());
         out.extend_from_slice(self.hash.unwrap_or_default().as_slice());
@@ -72,6 +85,9 @@ impl BlockMeta {
         });
         out.extend_from_slice(&binding.chain_id.to_be_bytes());
         out.extend_from_slice(binding.contract.as_slice());
+        if let Some(from) = self.members_from {
+            out.extend_from_slice(&from.to_be_bytes());
+        }
         if let Some(history) = &self.roots {
             out.push(history.len());
             for root in history.roots() {
@@ -100,29 +116,39 @@ impl BlockMeta {
             return Err(not_a_record());
         }
         let flags = bytes[4];
-        if flags & !(FLAG_HASH | FLAG_BINDING | FLAG_ROOTS) != 0 {
+        if flags & !(FLAG_HASH | FLAG_BINDING | FLAG_ROOTS | FLAG_MEMBERS) != 0 {
             return Err(FollowError::BadMetadata(format!(
                 "unknown flags {flags:#x}"
             )));
         }
-        let roots = if flags & FLAG_ROOTS == 0 {
-            if bytes.len() != ENCODED_LEN {
-                return Err(not_a_record());
-            }
+        let mut rest = &bytes[ENCODED_LEN..];
+        let members_from = if flags & FLAG_MEMBERS == 0 {
             None
         } else {
-            let count = usize::from(*bytes.get(ENCODED_LEN).ok_or_else(not_a_record)?);
-            if count > HISTORY_SIZE || bytes.len() != ENCODED_LEN + 1 + 32 * count {
+            let (from, after) = rest.split_first_chunk::<8>().ok_or_else(not_a_record)?;
+            rest = after;
+            Some(u64::from_be_bytes(*from))
+        };
+        let roots = if flags & FLAG_ROOTS == 0 {
+            None
+        } else {
+            let (&count, words) = rest.split_first().ok_or_else(not_a_record)?;
+            let count = usize::from(count);
+            if count > HISTORY_SIZE || words.len() != 32 * count {
                 return Err(not_a_record());
             }
             let mut roots = Vec::with_capacity(count);
-            for word in bytes[ENCODED_LEN + 1..].chunks_exact(32) {
+            for word in words.chunks_exact(32) {
                 roots.push(hasher::fr_from_be_bytes(word).map_err(|_| {
                     FollowError::BadMetadata("a stored root is not a field element".into())
                 })?);
             }
+            rest = &[];
             Some(RootHistory::from_newest_first(&roots))
         };
+        if !rest.is_empty() {
+            return Err(not_a_record());
+        }
         let word = |range: std::ops::Range<usize>| -> u64 {
             let mut b = [0u8; 8];
             b.copy_from_slice(&bytes[range]);
@@ -139,6 +165,7 @@ impl BlockMeta {
             hash,
             binding,
             roots,
+            members_from,
         }))
     }
 }
@@ -150,6 +177,8 @@ pub struct BlockChanges {
     ops: Vec<LeafChange>,
     /// `(n, root)`: after the first `n` changes the contract stored `root` (`RootStored`).
     stored: Vec<(usize, Fr)>,
+    /// Members registered (`Some`) or erased, in order.
+    members: Vec<(Fr, Option<MemberInfo>)>,
 }
 
 /// One leaf change.
@@ -180,6 +209,18 @@ impl BlockChanges {
         self
     }
 
+    /// Member `id` registered (`Some`) or erased (`None`): its entry in the member index.
+    pub fn member(&mut self, id: Fr, info: Option<MemberInfo>) -> &mut Self {
+        self.members.push((id, info));
+        self
+    }
+
+    /// The member changes, in order.
+    #[must_use]
+    pub fn members(&self) -> &[(Fr, Option<MemberInfo>)] {
+        &self.members
+    }
+
     /// The contract stored `root` after the changes so far (one tree-changing call ended).
     pub fn root_stored(&mut self, root: Fr) -> &mut Self {
         self.stored.push((self.ops.len(), root));
@@ -197,16 +238,30 @@ impl BlockChanges {
         self.stored.iter().map(|(_, root)| *root)
     }
 
-    /// As one tree batch (consecutive writes become one range), with `meta` as its metadata.
+    /// As one tree batch (consecutive writes become one range), with `meta` as its metadata
+    /// and, when `meta` says the member index is complete, the member changes as records.
     #[must_use]
     pub fn to_batch(&self, meta: &BlockMeta) -> UpdateBatch<PoseidonHasher> {
         let mut batch = Self::batch_of(&self.ops);
-        batch.metadata(meta.encode());
+        self.finish(&mut batch, meta);
         batch
     }
 
+    /// `meta` and the member records on the batch that ends the block.
+    fn finish(&self, batch: &mut UpdateBatch<PoseidonHasher>, meta: &BlockMeta) {
+        batch.metadata(meta.encode());
+        if meta.members_from.is_some() {
+            for (id, info) in &self.members {
+                match info {
+                    Some(info) => batch.put_record(&member_key(id), info.encode()),
+                    None => batch.remove_record(&member_key(id)),
+                };
+            }
+        }
+    }
+
     /// As tree batches that each end where the contract stored a root (changes after the last
-    /// stored root, if any, are the last batch), `meta` on the last.
+    /// stored root, if any, are the last batch), `meta` and the member records on the last.
     #[must_use]
     pub fn to_steps(&self, meta: &BlockMeta) -> Vec<UpdateBatch<PoseidonHasher>> {
         let mut steps = Vec::with_capacity(self.stored.len() + 1);
@@ -219,7 +274,7 @@ impl BlockChanges {
             steps.push(Self::batch_of(&self.ops[from..]));
         }
         if let Some(last) = steps.last_mut() {
-            last.metadata(meta.encode());
+            self.finish(last, meta);
         }
         steps
     }
@@ -354,6 +409,7 @@ mod tests {
                 contract: Address::repeat_byte(9),
             }),
             roots: None,
+            members_from: None,
         };
         let mut history = RootHistory::default();
         let mut with_roots = Vec::new();
@@ -364,7 +420,19 @@ mod tests {
             });
             history.push(Fr::from(r * 1000 + 1));
         }
-        for meta in with_roots.into_iter().chain([full, BlockMeta::number(5)]) {
+        let indexed = BlockMeta {
+            members_from: Some(12),
+            ..full
+        };
+        let indexed_with_roots = BlockMeta {
+            roots: Some(history),
+            ..indexed
+        };
+        for meta in
+            with_roots
+                .into_iter()
+                .chain([full, BlockMeta::number(5), indexed, indexed_with_roots])
+        {
             assert_eq!(BlockMeta::decode(&meta.encode()).ok().flatten(), Some(meta));
         }
         assert_eq!(

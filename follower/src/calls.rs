@@ -9,6 +9,7 @@
 use alloy::primitives::B256;
 
 use crate::block::BlockChanges;
+use crate::members::MemberInfo;
 use crate::profile::MembershipEvent;
 
 /// One decoded log with the transaction it came from (index in the block, hash).
@@ -36,21 +37,28 @@ pub(crate) fn changes_by_call(
             transaction = tx;
         }
         match event {
-            MembershipEvent::Erased { index } => {
+            MembershipEvent::Erased { index, id } => {
                 if index >= next {
                     return Err(format!(
                         "erasure of index {index}, which no member holds (next free index {next})"
                     ));
                 }
                 erased.push(index);
+                changes.member(id, None);
             }
             MembershipEvent::RootStored { root } => {
                 match events.peek() {
                     // A registration's root, stored just before its event: its erasures were
                     // lazy.
-                    Some(&(next_tx, MembershipEvent::Registered { index, leaf }))
-                        if next_tx == tx =>
-                    {
+                    Some(&(
+                        next_tx,
+                        MembershipEvent::Registered {
+                            index,
+                            leaf,
+                            id,
+                            rate_limit,
+                        },
+                    )) if next_tx == tx => {
                         if index > next {
                             return Err(format!(
                                 "registration at index {index} leaves a gap: the next free index is {next}"
@@ -60,6 +68,7 @@ pub(crate) fn changes_by_call(
                             next += 1;
                         }
                         changes.set(index, leaf);
+                        register_member(&mut changes, id, rate_limit, index)?;
                         events.next();
                     }
                     // A full erasure's root.
@@ -83,6 +92,23 @@ pub(crate) fn changes_by_call(
     Ok(changes)
 }
 
+/// Member `id`'s entry, where the event carries its rate limit.
+pub(crate) fn register_member(
+    changes: &mut BlockChanges,
+    id: hasher::Fr,
+    rate_limit: Option<u32>,
+    index: u64,
+) -> Result<(), String> {
+    if let Some(rate_limit) = rate_limit {
+        if rate_limit == 0 {
+            return Err("a registration with rate limit 0".into());
+        }
+        let index = u32::try_from(index).map_err(|_| format!("index {index}"))?;
+        changes.member(id, Some(MemberInfo { rate_limit, index }));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -102,12 +128,17 @@ mod tests {
         MembershipEvent::Registered {
             index,
             leaf: Fr::from(leaf),
+            id: Fr::from(leaf + 1000),
+            rate_limit: Some(1),
         }
     }
 
     #[test]
     fn full_erasures_are_the_calls_that_store_a_root_without_registering() {
-        let erased = |index| MembershipEvent::Erased { index };
+        let erased = |index| MembershipEvent::Erased {
+            index,
+            id: Fr::from(index + 1000),
+        };
         let events = [
             // register with a lazy erasure of 0, reusing index 0
             (tx(0), erased(0)),
@@ -133,6 +164,24 @@ mod tests {
             changes.stored_roots().collect::<Vec<_>>(),
             [Fr::from(100u64), Fr::from(101u64)]
         );
+        // Every erasure leaves the index, lazy or full; the registration enters it.
+        let member = |id: u64| Fr::from(id);
+        assert_eq!(
+            changes.members(),
+            [
+                (member(1000), None),
+                (
+                    member(1009),
+                    Some(MemberInfo {
+                        rate_limit: 1,
+                        index: 0
+                    })
+                ),
+                (member(1001), None),
+                (member(1002), None),
+                (member(1003), None),
+            ]
+        );
     }
 
     #[test]
@@ -141,7 +190,17 @@ mod tests {
         assert!(changes_by_call([(tx(0), registered(0, 1)), (tx(0), stored(1))], 0).is_err());
         assert!(changes_by_call([(tx(1), stored(1)), (tx(0), registered(0, 1))], 0).is_err());
         assert!(changes_by_call([(tx(0), stored(1)), (tx(0), registered(2, 1))], 0).is_err());
-        assert!(changes_by_call([(tx(0), MembershipEvent::Erased { index: 0 })], 0).is_err());
+        assert!(changes_by_call(
+            [(
+                tx(0),
+                MembershipEvent::Erased {
+                    index: 0,
+                    id: Fr::from(1u64),
+                },
+            )],
+            0
+        )
+        .is_err());
         let many = [
             (tx(0), stored(1)),
             (tx(0), registered(0, 1)),
@@ -155,7 +214,10 @@ mod tests {
 
     #[test]
     fn erasures_of_a_call_that_stored_no_root_stay_lazy() {
-        let erased = |index| MembershipEvent::Erased { index };
+        let erased = |index| MembershipEvent::Erased {
+            index,
+            id: Fr::from(index + 1000),
+        };
         // A lazy erasure in one transaction, a full one of another index in the next.
         let events = [(tx(0), erased(0)), (tx(1), erased(1)), (tx(1), stored(5))];
         let changes = changes_by_call(events, 2).unwrap();

@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 use alloy::eips::BlockId;
 use alloy::primitives::{Address, B256};
 use alloy::rpc::types::Log;
-use hasher::{Fr, PoseidonHasher};
+use hasher::{Fr, Hasher, PoseidonHasher};
 use serde::{Deserialize, Serialize};
-use tree_core::{History, MerkleTree};
+use tree_core::{History, MerkleTree, UpdateBatch};
 use tree_engines::SharedDbTree as SharedTree;
 
 use crate::block::{commit_block, last_block, BlockChanges, BlockMeta, ChainBinding};
-use crate::calls::changes_by_call;
+use crate::calls::{changes_by_call, register_member};
+use crate::members::{member_key, MemberInfo};
 use crate::profile::{canonical, ContractProfile, MembershipEvent};
 use crate::roots::RootHistory;
 use crate::rpc::{BlockRef, ChainClient, RangeError, RetryConfig};
@@ -180,6 +181,8 @@ pub struct Follower {
     verify_history: bool,
     /// Whether the contract keeps a root history (`None` until asked).
     root_history: Option<bool>,
+    /// The contract's deployment block, once a replay from it asked.
+    deployed: Option<u64>,
 }
 
 /// How often one [`Follower::step`] starts over after the chain moved under it.
@@ -216,6 +219,7 @@ impl Follower {
             stats: FollowStats::default(),
             verify_history: true,
             root_history: None,
+            deployed: None,
         })
     }
 
@@ -340,7 +344,9 @@ impl Follower {
                         outcome.first_block = pinned;
                         outcome.block = pinned;
                         outcome.blocks_committed = 1;
-                        outcome.caught_up = pinned >= target;
+                        // The member index is built from the logs by the next step.
+                        outcome.caught_up =
+                            pinned >= target && !self.config.profile.indexes_members();
                         return Ok(outcome);
                     }
                     SyncMode::Replay => match self.start_after {
@@ -348,7 +354,11 @@ impl Follower {
                         None => {
                             let from = match self.config.from_block {
                                 Some(from) => from,
-                                None => self.client.deployed_block().await?,
+                                None => {
+                                    let deployed = self.client.deployed_block().await?;
+                                    self.deployed = Some(deployed);
+                                    deployed
+                                }
                             };
                             let after = from.saturating_sub(1);
                             self.start_after = Some(after);
@@ -377,6 +387,12 @@ impl Follower {
                 }
                 let current = self.reconcile(meta).await?;
                 outcome.rewound = meta.number - current.number;
+                if current.members_from.is_none() && self.config.profile.indexes_members() {
+                    // A step of its own: the next one follows the chain from here.
+                    outcome.events = self.backfill_members(current).await?;
+                    outcome.block = current.number;
+                    return Ok(outcome);
+                }
                 anchor = Some(current);
                 current.number
             }
@@ -387,6 +403,13 @@ impl Follower {
             return Ok(outcome);
         }
         let roots = self.roots_before(anchor, history).await?;
+        // A replay from the deployment block indexes every member from its first block.
+        let members_from = match anchor {
+            Some(meta) => meta.members_from,
+            None => self
+                .deployed
+                .filter(|_| self.config.profile.indexes_members()),
+        };
         let from = after + 1;
         self.client.begin_data();
         let (to, logs) = self.fetch_logs(from, target, history).await?;
@@ -395,7 +418,9 @@ impl Follower {
         if let Some(meta) = anchor {
             self.check_still_on_chain(meta).await?;
         }
-        let (committed, events) = self.apply_range(from, to, logs, binding, roots).await?;
+        let (committed, events) = self
+            .apply_range(from, to, logs, binding, (roots, members_from))
+            .await?;
         outcome.first_block = from;
         outcome.block = to;
         outcome.blocks_committed = committed;
@@ -678,14 +703,15 @@ impl Follower {
     /// the contract's root at `to`'s hash: the check that the logs, whichever branch they were
     /// read from, give the state of the block being committed. With a root history (`roots`),
     /// every call's stored root is checked instead of `root()` at each block, and the history
-    /// lands in each block's metadata.
+    /// lands in each block's metadata; with a complete member index (`members_from`) the
+    /// member changes land in each block's commit.
     async fn apply_range(
         &mut self,
         from: u64,
         to: u64,
         logs: Vec<Log>,
         binding: ChainBinding,
-        mut roots: Option<RootHistory>,
+        (mut roots, members_from): (Option<RootHistory>, Option<u64>),
     ) -> Result<(u64, u64), FollowError> {
         let decode_started = Instant::now();
         let mut blocks: BTreeMap<u64, Vec<Log>> = BTreeMap::new();
@@ -725,7 +751,7 @@ impl Follower {
                     && (roots.is_none() || self.client.quorum() > 1));
             events += logs.len() as u64;
             roots = self
-                .apply_block(number, &logs, binding, check, roots)
+                .apply_block(number, &logs, binding, check, (roots, members_from))
                 .await?;
             committed += 1;
         }
@@ -739,6 +765,7 @@ impl Follower {
                 hash: Some(hash),
                 binding: Some(binding),
                 roots,
+                members_from,
             };
             self.commit(meta, BlockChanges::new(), Some(expected), 0)
                 .await?;
@@ -786,7 +813,7 @@ impl Follower {
         logs: &[Log],
         binding: ChainBinding,
         check_root: bool,
-        roots: Option<RootHistory>,
+        (roots, members_from): (Option<RootHistory>, Option<u64>),
     ) -> Result<Option<RootHistory>, FollowError> {
         let (hash, parent) = self.header_of(number).await?;
         if logs.iter().any(|l| l.block_hash != Some(hash)) {
@@ -831,6 +858,7 @@ impl Follower {
             hash: Some(hash),
             binding: Some(binding),
             roots,
+            members_from,
         };
         self.commit(meta, changes, expected, logs.len() as u64)
             .await?;
@@ -859,7 +887,12 @@ impl Follower {
         for log in logs {
             let at = |reason: String| bad_log(number, log, &reason);
             match self.config.profile.decode(log).map_err(at)? {
-                MembershipEvent::Registered { index, leaf } => {
+                MembershipEvent::Registered {
+                    index,
+                    leaf,
+                    id,
+                    rate_limit,
+                } => {
                     if index > next {
                         return Err(at(format!(
                             "registration at index {index} leaves a gap: the next free index is {next}"
@@ -869,16 +902,18 @@ impl Follower {
                         next += 1;
                     }
                     changes.set(index, leaf);
+                    register_member(&mut changes, id, rate_limit, index).map_err(at)?;
                     written.insert(index, leaf);
                     erased.remove(&index);
                 }
-                MembershipEvent::Erased { index } => {
+                MembershipEvent::Erased { index, id } => {
                     if index >= next {
                         return Err(at(format!(
                             "erasure of index {index}, which no member holds (next free index {next})"
                         )));
                     }
                     erased.insert(index);
+                    changes.member(id, None);
                 }
                 MembershipEvent::RootStored { .. } => {
                     return Err(at(
@@ -1004,6 +1039,117 @@ impl Follower {
         Ok(current != stored)
     }
 
+    /// Builds the member index of a tree that has none (after a state sync, or a database
+    /// written before Canopy kept one): the contract's registrations and erasures since
+    /// `deployedBlockNumber()` up to the tree's block, logs only. Every member found must hold
+    /// its leaf in the tree (`PoseidonT3(id, rate limit)` at its index, one member per index)
+    /// and the block must still be the node's; then the index and the metadata that says it is
+    /// complete land in one commit (recorded in the block's undo frame, so a rewind below it
+    /// drops both). Returns the logs read.
+    async fn backfill_members(&mut self, meta: BlockMeta) -> Result<u64, FollowError> {
+        let started = Instant::now();
+        let deployed = self.client.deployed_block().await?;
+        let contract = self.binding().await?.contract;
+        let bad = |block: u64, reason: String| FollowError::BadData { block, reason };
+        let mut members: BTreeMap<[u8; 32], (Fr, MemberInfo)> = BTreeMap::new();
+        let mut read = 0u64;
+        let mut from = deployed;
+        while from <= meta.number {
+            let (to, mut logs) = self.fetch_logs(from, meta.number, false).await?;
+            logs.sort_by_key(|l| (l.block_number, l.transaction_index, l.log_index));
+            for log in &logs {
+                let number = log.block_number.unwrap_or(from);
+                if log.block_number.is_none_or(|n| !(from..=to).contains(&n)) {
+                    return Err(bad(
+                        number,
+                        format!("log outside the requested blocks {from}..={to}"),
+                    ));
+                }
+                if log.address() != contract {
+                    return Err(bad(
+                        number,
+                        format!("log from {} instead of the contract", log.address()),
+                    ));
+                }
+                if log.removed {
+                    return Err(FollowError::ReorgInProgress { block: number });
+                }
+                let event = self
+                    .config
+                    .profile
+                    .decode(log)
+                    .map_err(|reason| bad_log(number, log, &reason))?;
+                match event {
+                    MembershipEvent::Registered {
+                        index,
+                        id,
+                        rate_limit: Some(rate_limit),
+                        ..
+                    } if rate_limit != 0 => {
+                        let index = u32::try_from(index)
+                            .map_err(|_| bad_log(number, log, "index past uint32"))?;
+                        members.insert(
+                            hasher::fr_to_be_bytes(&id),
+                            (id, MemberInfo { rate_limit, index }),
+                        );
+                    }
+                    MembershipEvent::Erased { id, .. } => {
+                        members.remove(&hasher::fr_to_be_bytes(&id));
+                    }
+                    other => {
+                        return Err(bad_log(
+                            number,
+                            log,
+                            &format!("{other:?} cannot be indexed"),
+                        ))
+                    }
+                }
+            }
+            read += logs.len() as u64;
+            from = to + 1;
+        }
+        self.check_still_on_chain(meta).await?;
+        let indexed = BlockMeta {
+            members_from: Some(deployed),
+            ..meta
+        };
+        let count = members.len();
+        let tree = self.tree.clone();
+        tokio::task::spawn_blocking(move || -> Result<(), FollowError> {
+            let mut batch = UpdateBatch::<PoseidonHasher>::new();
+            let mut held = BTreeSet::new();
+            for (id, info) in members.values() {
+                let leaf = tree.read(|t| t.get(u64::from(info.index)))?;
+                let expected = PoseidonHasher::hash_pair(id, &Fr::from(info.rate_limit));
+                if leaf != expected || !held.insert(info.index) {
+                    return Err(bad(
+                        meta.number,
+                        format!(
+                            "the contract's logs since block {deployed} make {} the member at index {}, the tree's leaf there is not its rate commitment",
+                            crate::block::fr_hex(id),
+                            info.index
+                        ),
+                    ));
+                }
+                batch.put_record(&member_key(id), info.encode());
+            }
+            batch.metadata(indexed.encode());
+            tree.apply(batch)?;
+            Ok(())
+        })
+        .await
+        .map_err(|e| FollowError::Internal(format!("member index task: {e}")))??;
+        tracing::info!(
+            block = meta.number,
+            members = count,
+            logs = read,
+            since = deployed,
+            elapsed_s = started.elapsed().as_secs_f64(),
+            "member index built from the contract's logs"
+        );
+        Ok(read)
+    }
+
     /// Fills an empty tree from the contract's leaves at block `pinned`, checks the root (and
     /// seeds the root history from `getRecentRoots()`, whose newest must be that root), and
     /// commits it as that block. Returns the members read.
@@ -1084,11 +1230,13 @@ impl Follower {
         for (index, leaf) in (0u64..).zip(&leaves) {
             changes.set(index, *leaf);
         }
+        // Leaves carry no ids: the member index is built from the logs by the next step.
         let meta = BlockMeta {
             number: pinned,
             hash: Some(hash),
             binding: Some(binding),
             roots,
+            members_from: None,
         };
         self.commit(meta, changes, Some(expected), members).await?;
         tracing::info!(block = pinned, members, "state sync done; following events");

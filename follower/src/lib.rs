@@ -8,6 +8,9 @@
 //! - The newest contract's root history ([`roots`]): where it stores a root per call
 //!   (`RootStored`), each call's root is checked in the block's commit (no `eth_call`) and the
 //!   last [`HISTORY_SIZE`] roots land in the block's metadata, as `getRecentRoots()` serves them.
+//! - Members by id ([`members`]): `idCommitment → (rate limit, index)` from the registration and
+//!   erasure events, kept as tree records in each block's commit (rewound with it); built from
+//!   the logs since deployment after a state sync.
 //! - Reorgs: the stored hash of the last block is compared with the node's; on a mismatch the
 //!   tree rewinds to the newest checkpoint still on the chain.
 //! - RPC failures are retried with capped exponential backoff and jitter; data that cannot be
@@ -34,6 +37,7 @@ pub mod block;
 mod calls;
 mod error;
 mod follower;
+pub mod members;
 pub mod metrics;
 pub mod profile;
 pub mod roots;
@@ -45,6 +49,7 @@ pub use follower::{
     contract_root, followed_contract, FollowStats, FollowedTree, Follower, FollowerConfig,
     LogRangeConfig, RootCheck, StepOutcome, SyncMode,
 };
+pub use members::{member, member_key, membership_info, MemberInfo};
 pub use profile::{ContractProfile, LeafRule, MembershipEvent};
 pub use roots::{RootAtError, RootHistory, HISTORY_SIZE};
 pub use rpc::{BlockRef, ChainClient, ErrorAnswer, ProviderHealth, RetryConfig, RpcCounters};

@@ -58,6 +58,9 @@ pub struct ContractProfile {
     /// history is kept. Contracts without it are detected (`HISTORY_SIZE()` reverts) and
     /// followed as before.
     pub root_history: bool,
+    /// Whether to keep members by id (`getMembershipInfo`, `isInMembershipSet`,
+    /// `GET /member/{id}`) where the events allow it ([`Self::indexes_members`]).
+    pub member_index: bool,
 }
 
 impl Default for ContractProfile {
@@ -68,6 +71,7 @@ impl Default for ContractProfile {
             leaf: LeafRule::PoseidonIdAndRateLimit,
             erasures: true,
             root_history: true,
+            member_index: true,
         }
     }
 }
@@ -81,11 +85,18 @@ pub enum MembershipEvent {
         index: u64,
         /// The leaf (rate commitment).
         leaf: Fr,
+        /// The member's id commitment.
+        id: Fr,
+        /// The member's rate limit, where the event carries it
+        /// ([`LeafRule::PoseidonIdAndRateLimit`]).
+        rate_limit: Option<u32>,
     },
     /// An erasure (or expiry) of the member at `index`: lazy or full, the event does not say.
     Erased {
         /// The member's index.
         index: u64,
+        /// The member's id commitment.
+        id: Fr,
     },
     /// The contract stored its root at the end of a tree-changing call.
     RootStored {
@@ -98,6 +109,13 @@ pub enum MembershipEvent {
 pub type LogError = String;
 
 impl ContractProfile {
+    /// Whether members are indexed by id: asked for, registrations carry the rate limit and
+    /// erasures are followed.
+    #[must_use]
+    pub fn indexes_members(&self) -> bool {
+        self.member_index && self.leaf == LeafRule::PoseidonIdAndRateLimit && self.erasures
+    }
+
     /// The event signatures (`topic0`) this profile follows; `RootStored` too when the
     /// contract keeps a root history.
     #[must_use]
@@ -154,13 +172,20 @@ impl ContractProfile {
                     .map_err(|e| format!("MembershipRegistered: {e}"))?;
                 let id = canonical(event.idCommitment, "idCommitment")?;
                 let word = canonical(event.membershipRateLimit, "second word")?;
-                let leaf = match self.leaf {
-                    LeafRule::PoseidonIdAndRateLimit => PoseidonHasher::hash_pair(&id, &word),
-                    LeafRule::RateCommitmentInEvent => word,
+                let (leaf, rate_limit) = match self.leaf {
+                    // The contract keeps a rate limit as a uint32; a word past it is another
+                    // leaf rule, which the root check tells (no member entry is made of it).
+                    LeafRule::PoseidonIdAndRateLimit => (
+                        PoseidonHasher::hash_pair(&id, &word),
+                        u32::try_from(event.membershipRateLimit).ok(),
+                    ),
+                    LeafRule::RateCommitmentInEvent => (word, None),
                 };
                 Ok(MembershipEvent::Registered {
                     index: index_ok(event.index)?,
                     leaf,
+                    id,
+                    rate_limit,
                 })
             }
             Some(t) if self.erasures && t == MembershipErased::SIGNATURE_HASH => {
@@ -168,6 +193,7 @@ impl ContractProfile {
                     .map_err(|e| format!("MembershipErased: {e}"))?;
                 Ok(MembershipEvent::Erased {
                     index: index_ok(event.index)?,
+                    id: canonical(event.idCommitment, "idCommitment")?,
                 })
             }
             Some(t) if self.erasures && t == MembershipExpired::SIGNATURE_HASH => {
@@ -175,6 +201,7 @@ impl ContractProfile {
                     .map_err(|e| format!("MembershipExpired: {e}"))?;
                 Ok(MembershipEvent::Erased {
                     index: index_ok(event.index)?,
+                    id: canonical(event.idCommitment, "idCommitment")?,
                 })
             }
             Some(t) if t == RootStored::SIGNATURE_HASH => {

@@ -130,3 +130,47 @@ pub async fn assert_history_on_chain(
         }
     }
 }
+
+/// The follower's member index answers `getMembershipInfo` exactly as the contract does at
+/// `block` for every id in `ids` (members, erased ones and a few never registered); returns how
+/// many ids were compared.
+///
+/// # Panics
+/// When the index is not complete, on a mismatch, or an RPC failure.
+pub async fn assert_members_match(
+    follower: &Follower,
+    block: u64,
+    ids: &[alloy::primitives::U256],
+    case: &str,
+) -> u64 {
+    let meta = follower
+        .last_block()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("{case}: no block"));
+    assert_eq!(meta.number, block, "{case}: the follower's block");
+    assert!(
+        meta.members_from.is_some(),
+        "{case}: the member index is not complete"
+    );
+    let strangers = [1u64, 2, 3].map(alloy::primitives::U256::from);
+    let mut compared = 0;
+    for id in ids.iter().chain(&strangers) {
+        let theirs = follower
+            .client()
+            .membership_info(*id, BlockId::Number(block.into()))
+            .await
+            .unwrap_or_else(|e| panic!("getMembershipInfo({id:#x}): {e}"));
+        let fr = follower::profile::canonical(*id, "id").unwrap_or_else(|e| panic!("{e}"));
+        let (rate_limit, index, leaf) = follower
+            .tree()
+            .read(|t| follower::membership_info(t, &fr))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (rate_limit, index, follower::profile::to_u256(&leaf)),
+            theirs,
+            "{case}: getMembershipInfo({id:#x}) at block {block}"
+        );
+        compared += 1;
+    }
+    compared
+}

@@ -7,7 +7,8 @@ use chain_harness::workload::{Sent, Workload};
 use chain_harness::LocalChain;
 use follower::{contract_root, FollowError, FollowerConfig, RootCheck, SyncMode};
 use integration_tests::chain::{
-    assert_history_on_chain, check_proofs, quick_retry, root_of, temp_follower,
+    assert_history_on_chain, assert_members_match, check_proofs, quick_retry, root_of,
+    temp_follower,
 };
 use integration_tests::proxy::{FaultProxy, Tamper};
 use integration_tests::report;
@@ -84,6 +85,14 @@ async fn followers_match_the_contract_after_every_block() {
         }
     }
     assert!(sent.registrations > 0 && sent.lazy_erasures > 0 && sent.full_erasures > 0);
+    // The member index, replayed and backfilled after the state sync, for every id ever
+    // registered.
+    let last = replay.last_block().unwrap().unwrap().number;
+    let ids = workload.registered_ids().to_vec();
+    let mut member_checks = assert_members_match(&replay, last, &ids, "replay").await;
+    if let Some(joining) = state.as_ref() {
+        member_checks += assert_members_match(joining, last, &ids, "state sync").await;
+    }
 
     // A fresh replay of everything over adaptive ranges, roots checked per range.
     let mut fresh_config = config(SyncMode::Replay);
@@ -101,6 +110,7 @@ async fn followers_match_the_contract_after_every_block() {
         .unwrap();
     fresh.sync_to_head().await.unwrap();
     assert_eq!(root_of(&fresh), root_of(&replay));
+    member_checks += assert_members_match(&fresh, last, &ids, "fresh replay").await;
     let checkpoints = fresh.tree().read(|t| t.checkpoints()).unwrap();
     for checkpoint in &checkpoints {
         let theirs = fresh
@@ -117,7 +127,7 @@ async fn followers_match_the_contract_after_every_block() {
     }
     let stats = replay.stats();
     println!(
-        "{total} blocks: {sent:?}; {root_checks} root checks, {proofs} proofs; replay follower {stats:?}"
+        "{total} blocks: {sent:?}; {root_checks} root checks, {proofs} proofs, {member_checks} member checks; replay follower {stats:?}"
     );
     report::record(
         "chain",
@@ -128,6 +138,7 @@ async fn followers_match_the_contract_after_every_block() {
             ("proofs", proofs),
             ("registrations", sent.registrations),
             ("erasures", sent.lazy_erasures + sent.full_erasures),
+            ("member_checks", member_checks),
             ("mismatches", 0),
         ],
         &[],
@@ -552,6 +563,7 @@ async fn a_database_left_on_an_orphaned_block_is_rewound_on_start() {
         number: head,
         hash: Some(hash),
         binding: orphaned.binding,
+        members_from: orphaned.members_from,
     };
     follower::commit_block(old.tree(), &meta, &follower::BlockChanges::new(), None).unwrap();
     let expected = contract_root(old.client(), head).await.unwrap();

@@ -894,6 +894,21 @@ impl ChainClient {
         };
         Ok(self.view(call, at).await?.to_vec())
     }
+
+    /// The contract's `getMembershipInfo(id)` at `at`: (rate limit, index, rate commitment),
+    /// zeros for a non-member.
+    ///
+    /// # Errors
+    /// RPC failures after retries, a revert.
+    pub async fn membership_info(
+        &self,
+        id: U256,
+        at: BlockId,
+    ) -> Result<(u32, u32, U256), FollowError> {
+        let call = IMembershipSet::getMembershipInfoCall { idCommitment: id };
+        let answer = self.view(call, at).await?;
+        Ok((answer._0, answer._1, answer._2))
+    }
 }
 
 #[cfg(test)]

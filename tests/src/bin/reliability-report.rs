@@ -145,6 +145,7 @@ fn main() -> ExitCode {
                 "blocks",
                 "root_checks",
                 "proofs",
+                "member_checks",
                 "reorgs",
                 "kill9_trials",
                 "faults_injected",
@@ -158,6 +159,7 @@ fn main() -> ExitCode {
             &[
                 "blocks",
                 "root_checks",
+                "member_checks",
                 "reorgs",
                 "kill9_trials",
                 "bad_log_cases",

@@ -47,6 +47,9 @@ pub fn arb_record_ops(max_len: usize) -> impl Strategy<Value = Vec<RecordOp>> {
     prop::collection::vec(step, 1..max_len)
 }
 
+/// The model's records at one moment.
+type Snapshot = BTreeMap<Vec<u8>, Vec<u8>>;
+
 fn key(k: u8) -> Vec<u8> {
     vec![b'k', k]
 }
@@ -63,13 +66,13 @@ pub fn check_records<S: TreeStore<MixHasher>>(
     mut restart: impl FnMut(Tree<MixHasher, S>) -> Tree<MixHasher, S>,
 ) -> Tree<MixHasher, S> {
     tree.set_history_config(config).expect("config");
-    let mut now: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut now = Snapshot::new();
     // (id, records, root) of every retained checkpoint, oldest first.
-    let mut kept: Vec<(u64, BTreeMap<Vec<u8>, Vec<u8>>, _)> = Vec::new();
+    let mut kept: Vec<(u64, Snapshot, _)> = Vec::new();
     let mut next_id = 1u64;
     let capacity = tree.capacity();
     for (step, op) in ops.iter().enumerate() {
-        let mut checkpoint = |now: &BTreeMap<_, _>, root, id| {
+        let mut checkpoint = |now: &Snapshot, root, id| {
             if config.max_checkpoints > 0 {
                 kept.push((id, now.clone(), root));
                 let excess = kept.len().saturating_sub(config.max_checkpoints);
