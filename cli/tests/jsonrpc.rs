@@ -189,6 +189,88 @@ async fn compare(
     compared
 }
 
+/// alloy's provider (a client no one here wrote) sends each of `calls` to Canopy and to the
+/// node, at `latest` (nwaku's tag, the mirror's answer) and at alloy's default `pending`
+/// (forwarded): identical results and errors. Returns how many were compared.
+async fn alloy_compare(
+    ours: &RootProvider,
+    theirs: &RootProvider,
+    contract: Address,
+    calls: Vec<Vec<u8>>,
+    context: &str,
+) -> u64 {
+    let mut compared = 0;
+    for data in calls {
+        let request = TransactionRequest::default()
+            .to(contract)
+            .input(TransactionInput::new(data.into()));
+        for block in [None, Some(alloy::eips::BlockId::latest())] {
+            let (a, b) = match block {
+                None => (
+                    ours.call(request.clone()).await,
+                    theirs.call(request.clone()).await,
+                ),
+                Some(at) => (
+                    ours.call(request.clone()).block(at).await,
+                    theirs.call(request.clone()).block(at).await,
+                ),
+            };
+            assert_eq!(
+                a.map_err(|e| e.to_string()),
+                b.map_err(|e| e.to_string()),
+                "{context}: alloy, {request:?} at {block:?}"
+            );
+            compared += 1;
+        }
+    }
+    compared
+}
+
+/// viem (npm, in Node: `chain-harness/node/viem-client.js`) reads every view with random
+/// arguments from `ids` through Canopy and straight from the node, singly and as one batch,
+/// and with `register` then sends that registration through Canopy; its JSON report.
+async fn viem(
+    canopy: u16,
+    node: &url::Url,
+    contract: Address,
+    ids: &[U256],
+    seed: u64,
+    register: Option<(U256, u32)>,
+) -> Value {
+    let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+    let mut args = vec![
+        chain_harness::LocalChain::node_dir()
+            .join("viem-client.js")
+            .display()
+            .to_string(),
+        format!("http://127.0.0.1:{canopy}"),
+        node.to_string(),
+        contract.to_string(),
+        serde_json::to_string(&ids).unwrap(),
+        seed.to_string(),
+    ];
+    if let Some((id, rate_limit)) = register {
+        args.extend(["--register".into(), id.to_string(), rate_limit.to_string()]);
+    }
+    let out = blocking(move || {
+        std::process::Command::new("node")
+            .args(&args)
+            .output()
+            .unwrap()
+    })
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "viem: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(report["mismatches"], json!([]), "{report}");
+    assert!(report["compared"].as_u64().unwrap() >= 16 && report["batched"] == report["compared"]);
+    report
+}
+
 /// Sum of a counter's samples with `label` in a Prometheus scrape.
 fn counter(scrape: &str, name: &str, label: &str) -> f64 {
     scrape
@@ -257,7 +339,10 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
         follower::RetryConfig::default(),
     )
     .unwrap();
-    let (mut compared, mut reorgs) = (0u64, 0u64);
+    let ours: RootProvider =
+        RootProvider::new_http(format!("http://127.0.0.1:{canopy}").parse().unwrap());
+    let theirs: RootProvider = RootProvider::new_http(chain.url().clone());
+    let (mut compared, mut reorgs, mut by_clients) = (0u64, 0u64, 0u64);
     let total = blocks();
     for i in 0..total {
         let reorg_now = i == total / 2;
@@ -308,32 +393,18 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
             &format!("block {head}"),
         )
         .await;
+        // Real clients no one here wrote: alloy after every block, viem every 30th.
+        let context = format!("block {head}");
+        let calls = view_calls(members, &workload, &mut rng);
+        by_clients += alloy_compare(&ours, &theirs, contract, calls, &context).await;
+        if i % 30 == 0 {
+            let ids = workload.registered_ids().to_vec();
+            let report = viem(canopy, chain.url(), contract, &ids, i, None).await;
+            by_clients += report["compared"].as_u64().unwrap_or(0);
+        }
     }
     assert!(sent.registrations > 0 && sent.lazy_erasures + sent.full_erasures > 0);
 
-    // A real client no one here wrote: alloy's provider reads the same through Canopy.
-    let ours: RootProvider =
-        RootProvider::new_http(format!("http://127.0.0.1:{canopy}").parse().unwrap());
-    let theirs: RootProvider = RootProvider::new_http(chain.url().clone());
-    for data in view_calls(40, &workload, &mut rng) {
-        let request = TransactionRequest::default()
-            .to(contract)
-            .input(TransactionInput::new(data.into()));
-        // alloy's default block is `pending` (forwarded); nwaku asks `latest` (the mirror's).
-        for block in [None, Some(alloy::eips::BlockId::latest())] {
-            let (a, b) = match block {
-                None => (
-                    ours.call(request.clone()).await,
-                    theirs.call(request.clone()).await,
-                ),
-                Some(at) => (
-                    ours.call(request.clone()).block(at).await,
-                    theirs.call(request.clone()).block(at).await,
-                ),
-            };
-            assert_eq!(a.map_err(|e| e.to_string()), b.map_err(|e| e.to_string()));
-        }
-    }
     assert_eq!(
         ours.get_chain_id().await.unwrap(),
         theirs.get_chain_id().await.unwrap()
@@ -353,41 +424,15 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     });
     let roots_before = ask(canopy, recent_roots.clone()).await;
     let new_id = U256::from(rng.gen::<u64>()) + U256::from(1u8);
-    let ids: Vec<String> = workload
-        .member_ids()
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    let args = vec![
-        chain_harness::LocalChain::node_dir()
-            .join("viem-client.js")
-            .display()
-            .to_string(),
-        format!("http://127.0.0.1:{canopy}"),
-        chain.url().to_string(),
-        contract.to_string(),
-        serde_json::to_string(&ids).unwrap(),
-        "7".into(),
-        "--register".into(),
-        new_id.to_string(),
-        "9".into(),
-    ];
-    let out = blocking(move || {
-        std::process::Command::new("node")
-            .args(&args)
-            .output()
-            .unwrap()
-    })
+    let viem = viem(
+        canopy,
+        chain.url(),
+        contract,
+        workload.member_ids(),
+        7,
+        Some((new_id, 9)),
+    )
     .await;
-    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "viem: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let viem: Value = serde_json::from_str(stdout.trim()).unwrap();
-    assert_eq!(viem["mismatches"], json!([]), "{viem}");
-    assert!(viem["compared"].as_u64().unwrap() >= 16 && viem["batched"] == viem["compared"]);
     let tx = viem["tx"].as_str().unwrap().to_owned();
     let mined = chain.mine().await.unwrap();
     until_applied(canopy, mined).await;
@@ -551,7 +596,7 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
         "source=\"forwarded\"",
     );
     println!(
-        "{total} blocks, {reorgs} reorg: {compared} calls compared; {local} answered locally, {forwarded} forwarded"
+        "{total} blocks, {reorgs} reorg: {compared} calls compared, {by_clients} more by alloy and viem; {local} answered locally, {forwarded} forwarded"
     );
     assert!(local > (compared / 3) as f64, "{local} local of {compared}");
     assert!(forwarded > 0.0);

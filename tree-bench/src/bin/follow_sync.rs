@@ -285,17 +285,9 @@ async fn jsonrpc_figures(
                 .await,
             );
         }
-        let (ours, theirs) = (rows[0], rows[1]);
         println!(
-            "| `{label}` | {:.0} µs | {:.0} µs | {:.0} | {:.0} µs | {:.0} µs | {:.0} | {:.1}x | {:.1}x |",
-            ours.p50.as_secs_f64() * 1e6,
-            ours.p99.as_secs_f64() * 1e6,
-            ours.throughput,
-            theirs.p50.as_secs_f64() * 1e6,
-            theirs.p99.as_secs_f64() * 1e6,
-            theirs.throughput,
-            theirs.p50.as_secs_f64() / ours.p50.as_secs_f64(),
-            ours.throughput / theirs.throughput,
+            "{}",
+            side_by_side(&format!("`{label}`"), rows[0], rows[1], false)
         );
     }
     // The floor of any local answer: eth_chainId does no tree work, so its p50 is what the
@@ -313,15 +305,13 @@ async fn jsonrpc_figures(
         );
     }
     println!(
-        "| `eth_chainId` (local, no tree work: the floor) | {:.0} µs | {:.0} µs | {:.0} | {:.0} µs | {:.0} µs | {:.0} | {:.1}x | {:.1}x |",
-        floor[0].p50.as_secs_f64() * 1e6,
-        floor[0].p99.as_secs_f64() * 1e6,
-        floor[0].throughput,
-        floor[1].p50.as_secs_f64() * 1e6,
-        floor[1].p99.as_secs_f64() * 1e6,
-        floor[1].throughput,
-        floor[1].p50.as_secs_f64() / floor[0].p50.as_secs_f64(),
-        floor[0].throughput / floor[1].throughput,
+        "{}",
+        side_by_side(
+            "`eth_chainId` (local, no tree work: the floor)",
+            floor[0],
+            floor[1],
+            false
+        )
     );
     let mut rows = Vec::new();
     for provider in [via, direct] {
@@ -336,13 +326,36 @@ async fn jsonrpc_figures(
         );
     }
     println!(
-        "| `eth_blockNumber` (forwarded) | {:.0} µs | {:.0} µs | {:.0} | {:.0} µs | {:.0} µs | {:.0} | added at p50: {:.0} µs | |",
-        rows[0].p50.as_secs_f64() * 1e6,
-        rows[0].p99.as_secs_f64() * 1e6,
-        rows[0].throughput,
-        rows[1].p50.as_secs_f64() * 1e6,
-        rows[1].p99.as_secs_f64() * 1e6,
-        rows[1].throughput,
-        (rows[0].p50.as_secs_f64() - rows[1].p50.as_secs_f64()) * 1e6,
+        "{}",
+        side_by_side("`eth_blockNumber` (forwarded)", rows[0], rows[1], true)
     );
+}
+
+/// One table row: Canopy's and the node's p50, p99 and calls/s, then the ratios, or (for a
+/// forwarded call, `added`) the latency Canopy adds at p50.
+fn side_by_side(
+    label: &str,
+    ours: loopback::LoadResult,
+    theirs: loopback::LoadResult,
+    added: bool,
+) -> String {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let tail = if added {
+        format!("added at p50: {:.0} µs | ", us(ours.p50) - us(theirs.p50))
+    } else {
+        format!(
+            "{:.1}x | {:.1}x",
+            us(theirs.p50) / us(ours.p50),
+            ours.throughput / theirs.throughput
+        )
+    };
+    format!(
+        "| {label} | {:.0} µs | {:.0} µs | {:.0} | {:.0} µs | {:.0} µs | {:.0} | {tail} |",
+        us(ours.p50),
+        us(ours.p99),
+        ours.throughput,
+        us(theirs.p50),
+        us(theirs.p99),
+        theirs.throughput,
+    )
 }
