@@ -5,7 +5,8 @@
 //! arguments, in nwaku's and in minimal call objects, singly and in batches mixed with forwarded
 //! methods — get exactly the node's answer from Canopy; alloy's provider (Rust) and viem (npm,
 //! Node) read the same, viem's registration sent through Canopy lands; and the metrics show the
-//! views, the root history's among them, were answered locally.
+//! views, the root history's and the members' among them, were answered locally; alloy compares
+//! every view after every block, viem every 30th; `GET /member/{id}` equals the contract's views.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -190,13 +191,14 @@ async fn compare(
 }
 
 /// alloy's provider (a client no one here wrote) sends each of `calls` to Canopy and to the
-/// node, at `latest` (nwaku's tag, the mirror's answer) and at alloy's default `pending`
-/// (forwarded): identical results and errors. Returns how many were compared.
+/// node at `latest` (nwaku's tag, the mirror's answer) and, with `pending`, also at alloy's
+/// default block `pending` (forwarded): identical results and errors. Returns how many were
+/// compared.
 async fn alloy_compare(
-    ours: &RootProvider,
-    theirs: &RootProvider,
+    (ours, theirs): (&RootProvider, &RootProvider),
     contract: Address,
     calls: Vec<Vec<u8>>,
+    pending: bool,
     context: &str,
 ) -> u64 {
     let mut compared = 0;
@@ -204,7 +206,12 @@ async fn alloy_compare(
         let request = TransactionRequest::default()
             .to(contract)
             .input(TransactionInput::new(data.into()));
-        for block in [None, Some(alloy::eips::BlockId::latest())] {
+        let blocks: &[Option<alloy::eips::BlockId>] = if pending {
+            &[None, Some(alloy::eips::BlockId::latest())]
+        } else {
+            &[Some(alloy::eips::BlockId::latest())]
+        };
+        for &block in blocks {
             let (a, b) = match block {
                 None => (
                     ours.call(request.clone()).await,
@@ -396,7 +403,7 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
         // Real clients no one here wrote: alloy after every block, viem every 30th.
         let context = format!("block {head}");
         let calls = view_calls(members, &workload, &mut rng);
-        by_clients += alloy_compare(&ours, &theirs, contract, calls, &context).await;
+        by_clients += alloy_compare((&ours, &theirs), contract, calls, false, &context).await;
         if i % 30 == 0 {
             let ids = workload.registered_ids().to_vec();
             let report = viem(canopy, chain.url(), contract, &ids, i, None).await;
@@ -405,6 +412,9 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     }
     assert!(sent.registrations > 0 && sent.lazy_erasures + sent.full_erasures > 0);
 
+    // alloy at its default block too (`pending`: forwarded), and the plain methods.
+    let calls = view_calls(40, &workload, &mut rng);
+    by_clients += alloy_compare((&ours, &theirs), contract, calls, true, "at the end").await;
     assert_eq!(
         ours.get_chain_id().await.unwrap(),
         theirs.get_chain_id().await.unwrap()
@@ -586,6 +596,14 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
     let answer = ask(canopy, json!({"id": 1, "method": "eth_chainId"})).await;
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    // A body over server.max_jsonrpc_body_bytes (256 KiB by default) is refused with 413.
+    let huge = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "eth_call",
+        "params": [{"to": contract, "data": format!("0x{}", "00".repeat(300 * 1024))}, "latest"],
+    })
+    .to_string();
+    let (status, body) = blocking(move || http(canopy, "POST", "/", Some(&huge))).await;
+    assert_eq!(status, 413, "{body}");
 
     // The views were the mirror's answers, the rest the node's.
     let (_, scrape) = blocking(move || http(canopy, "GET", "/metrics", None)).await;

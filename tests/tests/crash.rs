@@ -147,6 +147,7 @@ fn checkpoints_and_rewinds<S: TestEngine>() {
         model.set_history_config(HISTORY).unwrap();
         let mut matched = None;
         let mut snapshot = None;
+        let mut candidates = Vec::new();
         for s in 0..=acked + 1 {
             if s > 0 && history_step(&mut model, seed, s).unwrap() {
                 rewinds_seen += 1;
@@ -161,10 +162,14 @@ fn checkpoints_and_rewinds<S: TestEngine>() {
                 matched = Some(s);
                 snapshot = Some(model.clone());
             }
+            candidates.push(want);
         }
         let (Some(s), Some(mut model)) = (matched, snapshot) else {
             torn += 1;
-            eprintln!("trial {trial}: state matches no step prefix (acked {acked})");
+            // What was found and what each prefix would be, so a rare failure can be read.
+            eprintln!(
+                "trial {trial}: state matches no step prefix (acked {acked}): {got:?}, prefixes {candidates:?}"
+            );
             continue;
         };
         if s < acked {
