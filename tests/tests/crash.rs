@@ -77,7 +77,9 @@ fn run_and_kill(
         let mut last = 0u64;
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            if let Some(k) = line.strip_prefix("ack ") {
+            // libtest prints `test NAME ... ` without a newline before the test runs, so the
+            // first ack shares its line: look for the marker anywhere in the line.
+            if let Some((_, k)) = line.rsplit_once("ack ") {
                 last = k.trim().parse().unwrap_or(last);
             }
         }
