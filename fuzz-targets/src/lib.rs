@@ -23,6 +23,7 @@
 pub mod msm;
 pub mod node;
 pub mod ops;
+pub mod poseidon_lanes;
 pub mod proof;
 pub mod rln_batch;
 pub mod runner;
@@ -70,6 +71,11 @@ pub const TARGETS: &[Target] = &[
         name: "msm",
         run: msm::run,
         seeds: msm::seeds,
+    },
+    Target {
+        name: "poseidon_lanes",
+        run: poseidon_lanes::run,
+        seeds: poseidon_lanes::seeds,
     },
     Target {
         name: "tree_ops",

@@ -13,7 +13,7 @@ use ark_bn254::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::{CurveGroup, PrimeGroup, VariableBaseMSM};
 use ark_ff::{PrimeField, Zero};
-use prover::lanes::{ifma_available, Arithmetic, LaneField};
+use prover::lanes::{ifma_available, AffineLanes, Arithmetic};
 use prover::{FixedBaseMsm, MsmConfig};
 
 /// The pools bases are drawn from: multiples 1..=6 of the generator, their negations and the
@@ -50,7 +50,7 @@ fn scalar(bytes: &[u8]) -> Fr {
 fn check<P: SWCurveConfig<ScalarField = Fr>>(bases: &[Affine<P>], scalars: &[Fr], window_bits: u32)
 where
     Projective<P>: VariableBaseMSM<MulBase = Affine<P>, ScalarField = Fr>,
-    P::BaseField: LaneField,
+    P::BaseField: AffineLanes,
 {
     let expected = Projective::<P>::msm(bases, scalars).ok();
     let mut arithmetics = vec![Arithmetic::Portable];

@@ -1,6 +1,7 @@
 //! Poseidon single and batched, light-poseidon vs zerokit vs ours, in one run; Keccak for scale.
 //!
-//! `cargo bench -p hasher --bench hash_pair` (add `-- interleave` for the interleave sweep only).
+//! `cargo bench -p hasher --bench hash_pair` (add `-- interleave` for the interleave sweep only,
+//! `-- lanes` for IFMA lanes against the scalar path by batch size).
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use std::hint::black_box;
@@ -9,8 +10,8 @@ use ark_std::{rand::SeedableRng, UniformRand};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hasher::{
-    hash_pairs_interleaved, poseidon, poseidon_light, FastPoseidon, Fr, Hasher, Keccak256Hasher,
-    LightPoseidonHasher, PoseidonHasher, INTERLEAVE,
+    hash_pairs, hash_pairs_interleaved, ifma_available, poseidon, poseidon_light, FastPoseidon, Fr,
+    Hasher, Keccak256Hasher, LightPoseidonHasher, PoseidonHasher, INTERLEAVE,
 };
 
 fn zerokit() -> zerokit_utils::poseidon::Poseidon<Fr> {
@@ -112,11 +113,42 @@ fn batched(c: &mut Criterion) {
             }
         });
     });
+    group.bench_function("canopy-scalar", |b| {
+        b.iter(|| {
+            hash_pairs_interleaved::<INTERLEAVE>(black_box(&left), black_box(&right), &mut out)
+        });
+    });
     group.bench_function("canopy", |b| {
         b.iter(|| PoseidonHasher::hash_level(black_box(&children), &mut out));
     });
     drop(group);
     interleave(c, &left, &right);
+    lanes(c, &left, &right);
+}
+
+/// IFMA lanes (`hash_pairs`, eight at a time where the CPU has them) against the scalar path
+/// (`hash_pairs_interleaved::<INTERLEAVE>`) by batch size: where lanes start to pay
+/// (`LANE_MIN_BATCH`) and what they give on a whole level.
+fn lanes(c: &mut Criterion, left: &[Fr], right: &[Fr]) {
+    let mut out = vec![Fr::from(0u64); BATCH];
+    let mut group = c.benchmark_group("lanes");
+    let path = if ifma_available() {
+        "ifma"
+    } else {
+        "portable (no IFMA)"
+    };
+    for n in [1usize, 2, 3, 4, 8, 16, 64, 256] {
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_function(BenchmarkId::new("scalar", n), |b| {
+            b.iter(|| {
+                hash_pairs_interleaved::<INTERLEAVE>(black_box(&left[..n]), &right[..n], &mut out)
+            });
+        });
+        group.bench_function(BenchmarkId::new(path, n), |b| {
+            b.iter(|| hash_pairs(black_box(&left[..n]), &right[..n], &mut out));
+        });
+    }
+    group.finish();
 }
 
 /// Ours for `T - 1` inputs: `INTERLEAVE` permutations at a time, as `hash_level` does for pairs.
@@ -135,6 +167,19 @@ fn ours_batched<const T: usize>(p: &FastPoseidon<T>, inputs: &[Vec<Fr>], out: &m
             *o = state[0];
         }
     }
+}
+
+/// Ours for `T - 1` inputs through `permute_first_many` (IFMA lanes where present).
+fn ours_many<const T: usize>(p: &FastPoseidon<T>, inputs: &[Vec<Fr>], out: &mut [Fr]) {
+    let states: Vec<[Fr; T]> = inputs
+        .iter()
+        .map(|input| {
+            let mut state = [Fr::from(0u64); T];
+            state[1..].copy_from_slice(input);
+            state
+        })
+        .collect();
+    p.permute_first_many(&states, out);
 }
 
 /// 256 independent hashes of 1 and of 3 inputs (the RLN primitives' widths), each peer in a loop.
@@ -162,10 +207,16 @@ fn batched_by_width(c: &mut Criterion) {
                 }
             });
         });
-        group.bench_function(BenchmarkId::new("canopy", n), |b| {
+        group.bench_function(BenchmarkId::new("canopy-scalar", n), |b| {
             b.iter(|| match n {
                 1 => ours_batched(&two, black_box(&inputs), &mut out),
                 _ => ours_batched(&four, black_box(&inputs), &mut out),
+            });
+        });
+        group.bench_function(BenchmarkId::new("canopy", n), |b| {
+            b.iter(|| match n {
+                1 => ours_many(&two, black_box(&inputs), &mut out),
+                _ => ours_many(&four, black_box(&inputs), &mut out),
             });
         });
     }

@@ -23,9 +23,11 @@
 //! multiplications of different hashes overlap in the CPU pipeline; [`PoseidonHasher`] uses it
 //! for whole tree levels.
 
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 use ark_ff::{Field, Zero};
+use field_lanes::{ifma_available, Arithmetic, LanesError, PoseidonLanes, PoseidonRounds};
 use light_poseidon::parameters::bn254_x5::get_poseidon_parameters;
 
 use crate::poseidon::{fr_from_le_bytes, fr_to_le_bytes, poseidon_light, Fr, PoseidonError};
@@ -89,6 +91,8 @@ pub struct FastPoseidon<const T: usize> {
     sparse: Vec<SparseMatrix<T>>,
     /// Optimised: the dense matrix of the last partial round.
     closing: [[Fr; T]; T],
+    /// The same optimised structure in lane form, for eight permutations at a time on IFMA.
+    lanes: PoseidonLanes<Fr, T>,
 }
 
 /// `a · b` for `T`×`T` matrices.
@@ -237,6 +241,16 @@ impl<const T: usize> FastPoseidon<T> {
             sparse.push(q);
             pending = mat_mul(&mds, &p);
         }
+        let sparse_pairs: Vec<([Fr; T], [Fr; T])> = sparse.iter().map(|q| (q.row, q.col)).collect();
+        let lanes = PoseidonLanes::new(PoseidonRounds {
+            first: &ark[..half],
+            mds: &mds,
+            partial: &partial_ark,
+            sparse: &sparse_pairs,
+            closing: &pending,
+            late: &late_ark,
+        })
+        .ok()?;
         Some(Self {
             ark,
             mds,
@@ -246,6 +260,7 @@ impl<const T: usize> FastPoseidon<T> {
             partial_ark,
             sparse,
             closing: pending,
+            lanes,
         })
     }
 
@@ -356,6 +371,90 @@ impl<const T: usize> FastPoseidon<T> {
         self.permute(&mut state);
         Some(state[0])
     }
+
+    /// `out[i] = permutation(states[i])[0]` for `i < min(states.len(), out.len())`: on IFMA
+    /// lanes, eight at a time, when [`poseidon_arithmetic`] allows it, this CPU has them and
+    /// there are at least [`LANE_MIN_BATCH`] states; else `INTERLEAVE` at a time on ark-ff.
+    pub fn permute_first_many(&self, states: &[[Fr; T]], out: &mut [Fr]) {
+        let n = states.len().min(out.len());
+        if n >= LANE_MIN_BATCH
+            && lanes_selected()
+            && self.lanes.permute_first(&states[..n], &mut out[..n])
+        {
+            LANE_PERMUTATIONS.fetch_add(n as u64, Ordering::Relaxed);
+            return;
+        }
+        self.permute_first_scalar(&states[..n], &mut out[..n]);
+    }
+
+    /// [`permute_first_many`](Self::permute_first_many) on ark-ff whatever the CPU: the portable
+    /// path, `INTERLEAVE` permutations at a time.
+    pub fn permute_first_scalar(&self, states: &[[Fr; T]], out: &mut [Fr]) {
+        let mut blocks = out.chunks_exact_mut(INTERLEAVE);
+        let mut inputs = states.chunks_exact(INTERLEAVE);
+        for (block, input) in (&mut blocks).zip(&mut inputs) {
+            let mut batch = [[Fr::zero(); T]; INTERLEAVE];
+            batch.copy_from_slice(input);
+            self.permute_batch(&mut batch);
+            for (o, state) in block.iter_mut().zip(&batch) {
+                *o = state[0];
+            }
+        }
+        for (o, state) in blocks.into_remainder().iter_mut().zip(inputs.remainder()) {
+            let mut state = *state;
+            self.permute(&mut state);
+            *o = state[0];
+        }
+    }
+}
+
+/// The smallest batch [`FastPoseidon::permute_first_many`] runs on lanes: a lane kernel run
+/// costs the same for one state as for eight, and one lane run (eight permutations) costs a
+/// little more than one scalar permutation, so lanes pay from two states on (measured with
+/// `cargo bench -p hasher --bench hash_pair -- lanes`, README "Hashing").
+pub const LANE_MIN_BATCH: usize = 2;
+
+/// Which arithmetic batches use: 0 Auto, 1 Portable, 2 Ifma (checked when set).
+static ARITHMETIC: AtomicU8 = AtomicU8::new(0);
+/// Permutations run on lanes in this process.
+static LANE_PERMUTATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Chooses, for the whole process, the arithmetic batched Poseidon runs on
+/// ([`Arithmetic::Auto`] unless set): [`Arithmetic::Portable`] forces ark-ff, for comparisons
+/// and for tests of the portable path on a CPU that has the lanes.
+///
+/// # Errors
+/// [`LanesError::NoIfma`] for [`Arithmetic::Ifma`] on a CPU without the lanes (nothing changes).
+pub fn set_poseidon_arithmetic(choice: Arithmetic) -> Result<(), LanesError> {
+    choice.uses_lanes()?;
+    let code = match choice {
+        Arithmetic::Auto => 0,
+        Arithmetic::Portable => 1,
+        Arithmetic::Ifma => 2,
+    };
+    ARITHMETIC.store(code, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The arithmetic batched Poseidon runs on (see [`set_poseidon_arithmetic`]).
+#[must_use]
+pub fn poseidon_arithmetic() -> Arithmetic {
+    match ARITHMETIC.load(Ordering::Relaxed) {
+        1 => Arithmetic::Portable,
+        2 => Arithmetic::Ifma,
+        _ => Arithmetic::Auto,
+    }
+}
+
+/// How many Poseidon permutations this process has run on IFMA lanes: whether a test run
+/// exercised the lane path (the reliability report prints it).
+#[must_use]
+pub fn lane_permutations() -> u64 {
+    LANE_PERMUTATIONS.load(Ordering::Relaxed)
+}
+
+fn lanes_selected() -> bool {
+    poseidon_arithmetic() != Arithmetic::Portable && ifma_available()
 }
 
 static WIDTH_2: OnceLock<Option<FastPoseidon<2>>> = OnceLock::new();
@@ -393,23 +492,24 @@ pub fn poseidon(inputs: &[Fr]) -> Result<Fr, PoseidonError> {
     })
 }
 
-/// `out[i] = Poseidon([left[i], right[i]])` for the shortest of the three slices, `INTERLEAVE`
-/// permutations at a time.
+/// `out[i] = Poseidon([left[i], right[i]])` for the shortest of the three slices: eight at a
+/// time on IFMA lanes where selected and present, `INTERLEAVE` at a time on ark-ff otherwise.
 pub fn hash_pairs(left: &[Fr], right: &[Fr], out: &mut [Fr]) {
-    hash_pairs_interleaved::<INTERLEAVE>(left, right, out);
+    let n = out.len().min(left.len()).min(right.len());
+    batched(&mut out[..n], |i| (left[i], right[i]));
 }
 
-/// [`hash_pairs`] with an explicit interleave width `K` (for measuring the best one).
+/// `out[i] = Poseidon([left[i], right[i]])` for the shortest of the three slices, always on
+/// ark-ff, `K` permutations interleaved (for measuring the best width, and the lanes against it).
 pub fn hash_pairs_interleaved<const K: usize>(left: &[Fr], right: &[Fr], out: &mut [Fr]) {
     let n = out.len().min(left.len()).min(right.len());
     interleaved::<K>(&mut out[..n], |i| (left[i], right[i]));
 }
 
-/// `out[i] = Poseidon([pair(i)])` for every `i < out.len()`, `K` permutations at a time.
+/// `out[i] = Poseidon([pair(i)])` for every `i < out.len()`, `K` permutations at a time on
+/// ark-ff.
 fn interleaved<const K: usize>(out: &mut [Fr], pair: impl Fn(usize) -> (Fr, Fr)) {
-    let Ok(p) = width(&WIDTH_3) else {
-        unreachable!("circomlib parameters for width 3 always load (tested)")
-    };
+    let p = width3();
     let mut states = [[Fr::zero(); 3]; K];
     let mut blocks = out.chunks_exact_mut(K);
     let mut start = 0;
@@ -432,9 +532,33 @@ fn interleaved<const K: usize>(out: &mut [Fr], pair: impl Fn(usize) -> (Fr, Fr))
     }
 }
 
+/// `out[i] = Poseidon([pair(i)])` for every `i < out.len()`, through
+/// [`FastPoseidon::permute_first_many`] (lanes where selected and present), in blocks of
+/// states on the stack.
+fn batched(out: &mut [Fr], pair: impl Fn(usize) -> (Fr, Fr)) {
+    const BLOCK: usize = 64;
+    let p = width3();
+    let mut states = [[Fr::zero(); 3]; BLOCK];
+    for (b, block) in out.chunks_mut(BLOCK).enumerate() {
+        for (k, state) in states.iter_mut().take(block.len()).enumerate() {
+            let (l, r) = pair(b * BLOCK + k);
+            *state = [Fr::zero(), l, r];
+        }
+        p.permute_first_many(&states[..block.len()], block);
+    }
+}
+
+fn width3() -> &'static FastPoseidon<3> {
+    let Ok(p) = width(&WIDTH_3) else {
+        unreachable!("circomlib parameters for width 3 always load (tested)")
+    };
+    p
+}
+
 /// Poseidon over BN254 as a tree hasher, evaluated with [`FastPoseidon`]: `hash_pair(l, r) =
-/// Poseidon([l, r])`, empty leaf 0, and whole levels hashed `INTERLEAVE` at a time. This is the
-/// default hasher of every Canopy tree.
+/// Poseidon([l, r])`, empty leaf 0, and whole levels hashed eight at a time on IFMA lanes where
+/// the CPU has them (`INTERLEAVE` at a time on ark-ff elsewhere). This is the default hasher of
+/// every Canopy tree.
 ///
 /// Nodes encode as 32 bytes little-endian (what zerokit writes); decoding rejects values at or
 /// above the field modulus. Same digests, `ID` and codec as
@@ -447,18 +571,17 @@ impl Hasher for PoseidonHasher {
     type Digest = Fr;
     const ID: &'static str = crate::poseidon::POSEIDON_ID;
 
+    const BATCH: usize = 8;
+
     fn hash_pair(left: &Fr, right: &Fr) -> Fr {
-        let Ok(p) = width(&WIDTH_3) else {
-            unreachable!("circomlib parameters for width 3 always load (tested)")
-        };
         let mut state = [Fr::zero(), *left, *right];
-        p.permute(&mut state);
+        width3().permute(&mut state);
         state[0]
     }
 
     fn hash_level(children: &[Fr], parents: &mut [Fr]) {
         let n = parents.len().min(children.len() / 2);
-        interleaved::<INTERLEAVE>(&mut parents[..n], |i| {
+        batched(&mut parents[..n], |i| {
             (children[2 * i], children[2 * i + 1])
         });
     }

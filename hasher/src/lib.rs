@@ -16,7 +16,8 @@
 //! Two hashers ship here:
 //! - [`PoseidonHasher`] (feature `poseidon`): circomlib-compatible Poseidon over BN254, the hash
 //!   of RLN membership trees, bit-for-bit what zerokit computes, evaluated by our own
-//!   [`FastPoseidon`] (sparse partial rounds, interleaved batches for whole levels).
+//!   [`FastPoseidon`] (sparse partial rounds; whole levels eight at a time on AVX-512 IFMA
+//!   lanes where the CPU has them, from the `field-lanes` crate).
 //!   [`poseidon()`] hashes 1..=12 field elements for the RLN primitives.
 //!   [`LightPoseidonHasher`] and [`poseidon_light()`] are the same function on light-poseidon,
 //!   the reference it is tested against.
@@ -45,9 +46,12 @@ mod poseidon;
 pub use codec::{DecodeError, DigestCodec};
 #[cfg(feature = "poseidon")]
 pub use fast::{
-    hash_pairs, hash_pairs_interleaved, poseidon, FastPoseidon, PoseidonHasher, SparseMatrix,
-    INTERLEAVE,
+    hash_pairs, hash_pairs_interleaved, lane_permutations, poseidon, poseidon_arithmetic,
+    set_poseidon_arithmetic, FastPoseidon, PoseidonHasher, SparseMatrix, INTERLEAVE,
+    LANE_MIN_BATCH,
 };
+#[cfg(feature = "poseidon")]
+pub use field_lanes::{ifma_available, Arithmetic, LanesError};
 #[cfg(feature = "keccak")]
 pub use keccak::Keccak256Hasher;
 #[cfg(feature = "poseidon")]
@@ -76,6 +80,10 @@ pub trait Hasher: Send + Sync + 'static {
     fn empty_leaf() -> Self::Digest {
         Self::Digest::default()
     }
+
+    /// How many pairs [`hash_level`](Self::hash_level) hashes at once: callers that split a
+    /// level into chunks keep them multiples of this (1: no batching).
+    const BATCH: usize = 1;
 
     /// Hashes one level: `parents[i] = hash_pair(children[2i], children[2i + 1])`.
     ///

@@ -14,7 +14,7 @@ use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::CurveGroup;
 use ark_ff::{batch_inversion, Field};
 
-use crate::lanes::LaneField;
+use crate::lanes::AffineLanes;
 
 /// Points in the form a round's additions run in.
 pub(crate) trait RoundPoints<P: SWCurveConfig>: Sized {
@@ -148,12 +148,12 @@ impl<P: SWCurveConfig> RoundPoints<P> for Vec<Affine<P>> {
 /// Affine points in lane form: `x` then `y`, `F::WORDS` words each; the identity has
 /// `u64::MAX` as its first word (never a canonical limb).
 #[derive(Clone, Debug)]
-pub(crate) struct LanePoints<F: LaneField> {
+pub(crate) struct LanePoints<F: AffineLanes> {
     words: Vec<u64>,
     field: PhantomData<F>,
 }
 
-impl<F: LaneField> LanePoints<F> {
+impl<F: AffineLanes> LanePoints<F> {
     const STRIDE: usize = 2 * F::WORDS;
     const IDENTITY: u64 = u64::MAX;
 
@@ -179,7 +179,7 @@ impl<F: LaneField> LanePoints<F> {
     }
 }
 
-impl<P: SWCurveConfig<BaseField = F>, F: LaneField> RoundPoints<P> for LanePoints<F> {
+impl<P: SWCurveConfig<BaseField = F>, F: AffineLanes> RoundPoints<P> for LanePoints<F> {
     fn with_len(len: usize) -> Self {
         Self {
             words: vec![0; len * Self::STRIDE],

@@ -42,3 +42,13 @@ pub enum ProverError {
         got: usize,
     },
 }
+
+impl From<field_lanes::LanesError> for ProverError {
+    fn from(error: field_lanes::LanesError) -> Self {
+        match error {
+            field_lanes::LanesError::NoIfma => ProverError::NoIfma,
+            // The prover builds no Poseidon rounds; keep the message if that ever changes.
+            other => ProverError::KeyShape(other.to_string()),
+        }
+    }
+}

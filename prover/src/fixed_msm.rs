@@ -14,7 +14,7 @@ use ark_ec::{AdditiveGroup, CurveGroup};
 use ark_ff::{BigInteger, PrimeField, Zero};
 
 use crate::buckets::{bucket_sums, LanePoints, RoundPoints};
-use crate::lanes::{Arithmetic, LaneField};
+use crate::lanes::{AffineLanes, Arithmetic, LaneField};
 use crate::ProverError;
 
 /// How a [`FixedBaseMsm`] trades table memory for work, and what arithmetic it sums with.
@@ -74,7 +74,7 @@ struct Layout {
 #[derive(Clone, Debug)]
 enum Table<P: SWCurveConfig>
 where
-    P::BaseField: LaneField,
+    P::BaseField: AffineLanes,
 {
     Portable(Vec<Affine<P>>),
     Lanes(LanePoints<P::BaseField>),
@@ -82,12 +82,12 @@ where
 
 /// Precomputed window shifts of fixed bases, for MSMs against any scalars of their field.
 ///
-/// The bases' field must have a lane form ([`LaneField`]: BN254's G1 and G2), which the IFMA
+/// The bases' field must have a lane form ([`AffineLanes`]: BN254's G1 and G2), which the IFMA
 /// path sums in.
 #[derive(Clone, Debug)]
 pub struct FixedBaseMsm<P: SWCurveConfig>
 where
-    P::BaseField: LaneField,
+    P::BaseField: AffineLanes,
 {
     window_bits: u32,
     windows: usize,
@@ -98,7 +98,7 @@ where
 
 impl<P: SWCurveConfig> FixedBaseMsm<P>
 where
-    P::BaseField: LaneField,
+    P::BaseField: AffineLanes,
 {
     /// Computes the window shifts of every base.
     ///

@@ -24,7 +24,6 @@ mod config;
 mod error;
 mod fixed_msm;
 mod groth16;
-pub mod lanes;
 #[cfg(feature = "rln")]
 pub mod rln;
 #[cfg(feature = "test-utils")]
@@ -33,7 +32,9 @@ pub mod witness;
 
 pub use config::ProverConfig;
 pub use error::ProverError;
+/// The IFMA lanes the bucket sums run on (the `field-lanes` crate, shared with the hasher).
+pub use field_lanes as lanes;
+pub use field_lanes::Arithmetic;
 pub use fixed_msm::{FixedBaseMsm, MsmConfig};
 pub use groth16::{CircomProver, PartialProof, Row};
-pub use lanes::Arithmetic;
 pub use witness::{WitnessError, WitnessGraph};

@@ -9,7 +9,7 @@ use ark_bn254::Fr;
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::VariableBaseMSM;
 use ark_ff::UniformRand;
-use prover::lanes::{ifma_available, Arithmetic, LaneField};
+use prover::lanes::{ifma_available, AffineLanes, Arithmetic};
 use prover::testing::witness_like;
 use prover::{FixedBaseMsm, MsmConfig};
 use rand::{rngs::StdRng, SeedableRng};
@@ -24,7 +24,7 @@ fn check<P: SWCurveConfig<ScalarField = Fr>>(
 ) -> Result<(), prover::ProverError>
 where
     Projective<P>: VariableBaseMSM<MulBase = Affine<P>, ScalarField = Fr>,
-    P::BaseField: LaneField,
+    P::BaseField: AffineLanes,
 {
     let mut tables = vec![FixedBaseMsm::new(
         bases,

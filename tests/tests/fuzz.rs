@@ -49,6 +49,15 @@ fn every_fuzz_target_survives_a_bounded_stable_run() {
     println!("fuzz: {}", per_target.join(", "));
     let targets = TARGETS.len() as u64;
     report::record(
+        "lanes",
+        "fuzz",
+        &[
+            ("ifma_cpu", u64::from(hasher::ifma_available())),
+            ("lane_permutations", hasher::lane_permutations()),
+        ],
+        &[],
+    );
+    report::record(
         "fuzz",
         "stable",
         &[("targets", targets), ("execs", total), ("crashes", crashes)],

@@ -185,3 +185,51 @@ fn odd_start_set_range_is_right_where_zerokit_optimal_is_wrong() {
         "zerokit 3.0.0's known odd-start bug"
     );
 }
+
+/// Whole levels on the batch path (IFMA lanes where the CPU has them: full groups of eight and
+/// tails) give zerokit's roots and proofs, zerokit hashing one pair at a time; the run records
+/// whether the lanes were exercised, for the reliability line.
+#[test]
+fn large_ranges_equal_zerokit_on_the_batch_path() {
+    let before = hasher::lane_permutations();
+    for (start, count, parallel) in [(0u64, 1000u64, true), (3, 517, false), (1, 9, true)] {
+        let cfg = RehashConfig::with_min_parallel_nodes(if parallel { 1 } else { usize::MAX });
+        let mut ours =
+            FullMerkleTree::<PoseidonHasher>::with_config(Depth::new(10).unwrap(), cfg).unwrap();
+        let mut theirs = ZkFull::<ZkPoseidon>::default(10).unwrap();
+        let leaves: Vec<Fr> = (0..count)
+            .map(|i| Fr::from(i * i + 17) - Fr::from(3 * i))
+            .collect();
+        ours.set_range(start, leaves.iter().copied()).unwrap();
+        theirs
+            .set_range(start as usize, leaves.into_iter())
+            .unwrap();
+        assert_eq!(
+            ours.root(),
+            theirs.root(),
+            "root, start {start}, {count} leaves"
+        );
+        for index in [start, start + count / 2, start + count - 1, 1023] {
+            let p: MerkleProof<PoseidonHasher> = ours.proof(index).unwrap();
+            let q = theirs.proof(index as usize).unwrap();
+            assert_eq!(
+                p.path_elements(),
+                q.get_path_elements().as_slice(),
+                "proof {index}"
+            );
+        }
+    }
+    let used = hasher::lane_permutations() - before;
+    if hasher::ifma_available() {
+        assert!(used > 0, "the lanes were not used on a CPU that has them");
+    }
+    integration_tests::report::record(
+        "lanes",
+        "zerokit_equivalence",
+        &[
+            ("ifma_cpu", u64::from(hasher::ifma_available())),
+            ("lane_permutations", used),
+        ],
+        &[],
+    );
+}

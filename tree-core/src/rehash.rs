@@ -11,10 +11,13 @@ use hasher::{Digest, Hasher};
 use crate::Depth;
 
 /// The default `min_parallel_nodes`, from the tree-bench `tune` sweep on this project's 2-core
-/// machine (README, "Tuning"): with Poseidon, 8 is the best or within noise of the best for every
-/// tree, while thresholds from 128 up serialise the lower levels of a 2^10 `set_range` (up to
-/// 1.8x slower). Cheap hashes differ: Keccak on the dense tree is fastest sequential.
-pub const DEFAULT_MIN_PARALLEL_NODES: usize = 8;
+/// machine with Poseidon on IFMA lanes (README, "Tuning"): 32 is the best overall threshold for
+/// both in-memory trees at depth 20; 1 now costs 45% on `set`/`delete` (a lone parent sent to
+/// rayon costs more than its hash), and from 128 up the lower levels of a 2^10 `set_range` run
+/// sequentially (1.5 → 2.7 ms). A level splits into chunks of whole lane batches
+/// ([`Hasher::BATCH`]), so a threshold below 16 buys no parallelism with
+/// eight-wide lanes anyway. Cheap hashes differ: Keccak on the dense tree is fastest sequential.
+pub const DEFAULT_MIN_PARALLEL_NODES: usize = 32;
 
 /// How a tree rehashes: the parallel threshold and, optionally, the thread pool to run on.
 #[derive(Clone, Debug)]
@@ -98,7 +101,9 @@ pub fn hash_level<H: Hasher>(
         let mut run = move || {
             // A few chunks per thread balances uneven hash costs without per-node task overhead.
             let chunks = rayon::current_num_threads().saturating_mul(4).max(1);
-            let chunk = parents.len().div_ceil(chunks).max(1);
+            // Whole batches per chunk, so a batched hasher's lanes are full but for the last.
+            let batch = H::BATCH.max(1);
+            let chunk = parents.len().div_ceil(chunks).div_ceil(batch).max(1) * batch;
             parents
                 .par_chunks_mut(chunk)
                 .zip(children.par_chunks(2 * chunk))

@@ -137,6 +137,7 @@ fn main() -> ExitCode {
         ),
         Line::new("redb_bad_input", "redb bad input", &[], &[], &["total"]),
         Line::new("env", "env", &["checks"], &[], &["checks"]),
+        Line::new("lanes", "IFMA lanes", &[], &[], &[]),
         Line::new("redb_env", "redb env", &["checks"], &[], &["checks"]),
         Line::new(
             "chain",
@@ -188,6 +189,14 @@ fn main() -> ExitCode {
         let mut text = match key {
             "model" | "redb_model" => format!("{} cases/{} ops", n("cases"), n("ops")),
             "bad_input" | "redb_bad_input" => format!("{}/{}", n("passed"), n("total")),
+            // Whether this run exercised the lane path: a CPU with IFMA must have used it.
+            "lanes" if n("ifma_cpu") == 0 => "not on this CPU (portable path only)".to_owned(),
+            "lanes" => {
+                if n("lane_permutations") == 0 {
+                    failed.push("lanes: IFMA CPU, but no permutation ran on the lanes".to_owned());
+                }
+                format!("exercised ({} permutations)", n("lane_permutations"))
+            }
             _ => shown
                 .iter()
                 .map(|k| format!("{} {k}", n(k)))

@@ -12,7 +12,7 @@ use ark_bn254::Fr;
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
 use ark_ec::VariableBaseMSM;
 use ark_ff::UniformRand;
-use prover::lanes::{self, Arithmetic, LaneField};
+use prover::lanes::{self, AffineLanes, Arithmetic};
 use prover::testing::witness_like;
 use prover::{FixedBaseMsm, MsmConfig};
 use rand::{rngs::StdRng, SeedableRng};
@@ -28,7 +28,7 @@ fn query<P: SWCurveConfig<ScalarField = Fr>>(
 ) -> Result<(), Box<dyn std::error::Error>>
 where
     Projective<P>: VariableBaseMSM<MulBase = Affine<P>, ScalarField = Fr>,
-    P::BaseField: LaneField,
+    P::BaseField: AffineLanes,
 {
     let mut arithmetics = vec![Arithmetic::Portable];
     if lanes::ifma_available() {
