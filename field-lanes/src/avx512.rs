@@ -769,6 +769,35 @@ pub(crate) fn permute_first<F: PrimeLanes, const T: usize>(
     true
 }
 
+/// `x^(2^n)` by `n` dependent lane products (squarings, or general products of a value with
+/// itself), all eight lanes the same: the latency of one lane product, for the measurement of
+/// what lanes can do for a single dependent chain (`cargo bench -p field-lanes`).
+#[target_feature(enable = "avx512f,avx512ifma")]
+fn power_chain_lanes<F: PrimeLanes>(x: F, n: usize, dedicated_square: bool) -> F {
+    let mut limbs = [0; LIMBS];
+    x.encode(&mut limbs);
+    let mut v = Fp8::<F>::splat(&limbs);
+    for _ in 0..n {
+        v = if dedicated_square {
+            square(v)
+        } else {
+            mul(v, v)
+        };
+    }
+    let lanes = canonical(v).store();
+    let lane0: Limbs = core::array::from_fn(|i| lanes[i][0]);
+    F::decode(&lane0)
+}
+
+/// [`power_chain_lanes`] behind the CPU check: `None` without the lanes.
+pub(crate) fn power_chain<F: PrimeLanes>(x: F, n: usize, dedicated_square: bool) -> Option<F> {
+    if !detected() {
+        return None;
+    }
+    // SAFETY: the CPU features were detected just above; the kernel touches only locals.
+    Some(unsafe { power_chain_lanes(x, n, dedicated_square) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

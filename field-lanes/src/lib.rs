@@ -233,6 +233,23 @@ fn negate_limbs(limbs: &mut [u64], modulus: &Limbs) {
     }
 }
 
+/// `x^(2^n)` by `n` dependent products on the lanes (`dedicated_square`: the squaring kernel,
+/// else the general product), or `None` where the CPU lacks them. It exists to measure the
+/// *latency* of one lane product against ark-ff's (`cargo bench -p field-lanes`): what lanes can
+/// do for a chain of dependent operations, such as the 20 hashes of a single tree update.
+#[must_use]
+pub fn power_chain<F: PrimeLanes>(x: F, n: usize, dedicated_square: bool) -> Option<F> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        avx512::power_chain(x, n, dedicated_square)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (x, n, dedicated_square);
+        None
+    }
+}
+
 /// A field whose elements have a lane form: BN254's `Fq`, `Fr` and `Fq2`.
 pub trait LaneField: Field {
     /// `u64` words of one element in lane form.
@@ -369,6 +386,21 @@ mod tests {
             assert_eq!(Fq2::decode(&words), x);
             Fq2::negate(&mut words);
             assert_eq!(Fq2::decode(&words), -x);
+        }
+    }
+
+    #[test]
+    fn power_chain_equals_ark_ff() {
+        let x = Fr::from(0x1234_5678_9abc_u64) - Fr::from(3u64).inverse().unwrap();
+        let mut want = x;
+        for _ in 0..100 {
+            want.square_in_place();
+        }
+        for dedicated in [true, false] {
+            match power_chain(x, 100, dedicated) {
+                Some(got) => assert_eq!(got, want),
+                None => assert!(!ifma_available()),
+            }
         }
     }
 

@@ -77,6 +77,36 @@ pub fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, St
     (status, body)
 }
 
+/// A request that announces a `content_length`-byte body and sends none: what a server's body
+/// limit answers from the header alone (413). Sending the body instead races the server, which
+/// answers and closes before reading it: the client's write then fails with a broken pipe.
+pub fn http_announcing(
+    port: u16,
+    method: &str,
+    path: &str,
+    content_length: usize,
+) -> (u16, String) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {content_length}\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
 /// The verdict names of a `{"verdicts": [{"verdict": ...}, ...]}` answer (`canopy verify
 /// --json`, a `POST /verify` batch), in order.
 pub fn verdict_names(answer: &serde_json::Value) -> Vec<&str> {
