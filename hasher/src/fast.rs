@@ -390,10 +390,16 @@ impl<const T: usize> FastPoseidon<T> {
     /// [`permute_first_many`](Self::permute_first_many) on ark-ff whatever the CPU: the portable
     /// path, `INTERLEAVE` permutations at a time.
     pub fn permute_first_scalar(&self, states: &[[Fr; T]], out: &mut [Fr]) {
-        let mut blocks = out.chunks_exact_mut(INTERLEAVE);
-        let mut inputs = states.chunks_exact(INTERLEAVE);
+        self.permute_first_interleaved::<INTERLEAVE>(states, out);
+    }
+
+    /// [`permute_first_scalar`](Self::permute_first_scalar) with an explicit interleave width
+    /// `K` (for measuring the best one): `K` permutations step by step, the rest one by one.
+    pub fn permute_first_interleaved<const K: usize>(&self, states: &[[Fr; T]], out: &mut [Fr]) {
+        let mut blocks = out.chunks_exact_mut(K);
+        let mut inputs = states.chunks_exact(K);
         for (block, input) in (&mut blocks).zip(&mut inputs) {
-            let mut batch = [[Fr::zero(); T]; INTERLEAVE];
+            let mut batch = [[Fr::zero(); T]; K];
             batch.copy_from_slice(input);
             self.permute_batch(&mut batch);
             for (o, state) in block.iter_mut().zip(&batch) {
@@ -509,42 +515,34 @@ pub fn hash_pairs_interleaved<const K: usize>(left: &[Fr], right: &[Fr], out: &m
 /// `out[i] = Poseidon([pair(i)])` for every `i < out.len()`, `K` permutations at a time on
 /// ark-ff.
 fn interleaved<const K: usize>(out: &mut [Fr], pair: impl Fn(usize) -> (Fr, Fr)) {
-    let p = width3();
-    let mut states = [[Fr::zero(); 3]; K];
-    let mut blocks = out.chunks_exact_mut(K);
-    let mut start = 0;
-    for block in &mut blocks {
-        for (k, state) in states.iter_mut().enumerate() {
-            let (l, r) = pair(start + k);
-            *state = [Fr::zero(), l, r];
-        }
-        p.permute_batch(&mut states);
-        for (o, state) in block.iter_mut().zip(&states) {
-            *o = state[0];
-        }
-        start += K;
-    }
-    for (k, o) in blocks.into_remainder().iter_mut().enumerate() {
-        let (l, r) = pair(start + k);
-        let mut state = [Fr::zero(), l, r];
-        p.permute(&mut state);
-        *o = state[0];
-    }
+    in_blocks(out, pair, |states, block| {
+        width3().permute_first_interleaved::<K>(states, block);
+    });
 }
 
 /// `out[i] = Poseidon([pair(i)])` for every `i < out.len()`, through
-/// [`FastPoseidon::permute_first_many`] (lanes where selected and present), in blocks of
-/// states on the stack.
+/// [`FastPoseidon::permute_first_many`] (lanes where selected and present).
 fn batched(out: &mut [Fr], pair: impl Fn(usize) -> (Fr, Fr)) {
+    in_blocks(out, pair, |states, block| {
+        width3().permute_first_many(states, block);
+    });
+}
+
+/// Fills blocks of states `[0, pair(i)]` on the stack and hands each, with its slice of `out`,
+/// to `hash`.
+fn in_blocks(
+    out: &mut [Fr],
+    pair: impl Fn(usize) -> (Fr, Fr),
+    hash: impl Fn(&[[Fr; 3]], &mut [Fr]),
+) {
     const BLOCK: usize = 64;
-    let p = width3();
     let mut states = [[Fr::zero(); 3]; BLOCK];
     for (b, block) in out.chunks_mut(BLOCK).enumerate() {
         for (k, state) in states.iter_mut().take(block.len()).enumerate() {
             let (l, r) = pair(b * BLOCK + k);
             *state = [Fr::zero(), l, r];
         }
-        p.permute_first_many(&states[..block.len()], block);
+        hash(&states[..block.len()], block);
     }
 }
 

@@ -54,27 +54,8 @@ pub fn spawn_server(
 
 /// One HTTP/1.1 request over a fresh TCP connection: (status, body).
 pub fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
     let body = body.unwrap_or("");
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    let _ = stream.read_to_string(&mut response);
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-    (status, body)
+    exchange(port, method, path, body.len(), body)
 }
 
 /// A request that announces a `content_length`-byte body and sends none: what a server's body
@@ -86,6 +67,18 @@ pub fn http_announcing(
     path: &str,
     content_length: usize,
 ) -> (u16, String) {
+    exchange(port, method, path, content_length, "")
+}
+
+/// Writes a request announcing `content_length` bytes followed by `body`, reads the whole
+/// response: (status, body).
+fn exchange(
+    port: u16,
+    method: &str,
+    path: &str,
+    content_length: usize,
+    body: &str,
+) -> (u16, String) {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -93,7 +86,7 @@ pub fn http_announcing(
     write!(
         stream,
         "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nContent-Length: {content_length}\r\n\r\n"
+         Content-Type: application/json\r\nContent-Length: {content_length}\r\n\r\n{body}"
     )
     .unwrap();
     let mut response = String::new();
