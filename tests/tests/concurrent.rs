@@ -60,6 +60,12 @@ fn readers_during_writes<S: KvStore + Send + Sync + 'static>(
     let mut rng = StdRng::seed_from_u64(7);
     let mut roots = Vec::new();
     for _ in 0..40 {
+        // Let the readers in between batches: with Poseidon on IFMA lanes the 40 batches can
+        // finish before the reader threads are even scheduled on two cores.
+        let target = reads.load(Ordering::Relaxed) + 3;
+        while reads.load(Ordering::Relaxed) < target {
+            std::thread::yield_now();
+        }
         let next = shared.read(|t| t.next_index());
         let mut batch = UpdateBatch::new();
         batch.set_range(
