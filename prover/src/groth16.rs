@@ -212,6 +212,7 @@ impl CircomProver {
             b_g2: self.b_g2.msm(&z)?,
             l: self.l.msm(&z[self.public_wires..])?,
             known: known.to_vec(),
+            unchecked: false,
         })
     }
 
@@ -244,6 +245,7 @@ impl CircomProver {
                 .enumerate()
                 .map(|(wire, (value, known))| match known {
                     None => Ok(*value),
+                    Some(_) if partial.unchecked => Ok(Fr::zero()),
                     Some(k) if k == value => Ok(Fr::zero()),
                     Some(_) => Err(ProverError::PartialMismatch { wire }),
                 })
@@ -264,6 +266,52 @@ impl CircomProver {
             a: g_a.into_affine(),
             b: g2_b.into_affine(),
             c: g_c.into_affine(),
+        })
+    }
+
+    /// `partial` in zerokit's form ([`PartialParts`]): the key's constant terms folded in and
+    /// a mask in place of the values, which is what zerokit serializes.
+    ///
+    /// # Errors
+    /// [`ProverError::ScalarCount`] for a partial of another circuit.
+    pub fn partial_parts(&self, partial: &PartialProof) -> Result<PartialParts, ProverError> {
+        let wires = self.wires();
+        if partial.known.is_empty() {
+            return self
+                .partial(&vec![None; wires])
+                .and_then(|nothing| self.partial_parts(&nothing));
+        }
+        self.check_wires(partial.known.len())?;
+        // zerokit's sums always hold wire 0 (the constant 1) once; ours hold it as known.
+        let mut one = vec![Fr::zero(); wires];
+        one[0] = Fr::from(1u8) - partial.known[0].unwrap_or_default();
+        Ok(PartialParts {
+            mask: partial.known[1..].iter().map(Option::is_some).collect(),
+            pi_a: partial.a + self.a.msm(&one)? + self.alpha_g1,
+            rho: partial.b_g1 + self.b_g1.msm(&one)? + self.beta_g1,
+            pi_b: partial.b_g2 + self.b_g2.msm(&one)? + self.beta_g2,
+            pi_c: partial.l,
+        })
+    }
+
+    /// The partial proof zerokit's form describes, for [`finish`](Self::finish). It carries no
+    /// wire values, so `finish` cannot check the assignment against it (as zerokit does not):
+    /// a partial of another member or path gives a proof that does not verify.
+    ///
+    /// # Errors
+    /// [`ProverError::ScalarCount`] for a mask of another circuit's length.
+    pub fn partial_from_parts(&self, parts: &PartialParts) -> Result<PartialProof, ProverError> {
+        self.check_wires(parts.mask.len() + 1)?;
+        let mut known = Vec::with_capacity(parts.mask.len() + 1);
+        known.push(Some(Fr::from(1u8)));
+        known.extend(parts.mask.iter().map(|&m| m.then(Fr::zero)));
+        Ok(PartialProof {
+            known,
+            unchecked: true,
+            a: parts.pi_a - self.alpha_g1,
+            b_g1: parts.rho - self.beta_g1,
+            b_g2: parts.pi_b - self.beta_g2,
+            l: parts.pi_c,
         })
     }
 
@@ -326,6 +374,9 @@ impl CircomProver {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PartialProof {
     known: Vec<Option<Fr>>,
+    /// Whether `known` holds the values (checked against each assignment) or only marks the
+    /// wires (a partial rebuilt from [`PartialParts`], which carry no values).
+    unchecked: bool,
     a: G1Projective,
     b_g1: G1Projective,
     b_g2: G2Projective,
@@ -336,4 +387,20 @@ impl Drop for PartialProof {
     fn drop(&mut self) {
         zeroize::Zeroize::zeroize(&mut self.known);
     }
+}
+
+/// A partial proof as zerokit's `PartialProof` holds and serializes it: which wires after the
+/// constant were known (`mask`), and the sums with the key's constant terms folded in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartialParts {
+    /// One entry per wire after wire 0: whether the partial knew it.
+    pub mask: Vec<bool>,
+    /// α + A₀ + Σ known zⱼ·Aⱼ (G1).
+    pub pi_a: G1Projective,
+    /// β + B₀ + Σ known zⱼ·Bⱼ (G1).
+    pub rho: G1Projective,
+    /// β + B₀ + Σ known zⱼ·Bⱼ (G2).
+    pub pi_b: G2Projective,
+    /// Σ known private zⱼ·Lⱼ.
+    pub pi_c: G1Projective,
 }

@@ -36,5 +36,5 @@ pub use error::ProverError;
 pub use field_lanes as lanes;
 pub use field_lanes::Arithmetic;
 pub use fixed_msm::{FixedBaseMsm, MsmConfig};
-pub use groth16::{CircomProver, PartialProof, Row};
+pub use groth16::{CircomProver, PartialParts, PartialProof, Row};
 pub use witness::{WitnessError, WitnessGraph};

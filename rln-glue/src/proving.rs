@@ -7,7 +7,7 @@ use ark_bn254::Bn254;
 use ark_groth16::Proof;
 use hasher::Fr;
 use prover::rln::RlnCircuit;
-use prover::{ProverConfig, ProverError};
+use prover::{PartialParts, ProverConfig, ProverError};
 use rand::{CryptoRng, RngCore};
 use zeroize::Zeroizing;
 
@@ -37,6 +37,31 @@ impl RlnProver {
         Ok(Self {
             circuit: RlnCircuit::load_with(config)?,
         })
+    }
+
+    /// A prover on `circuit` (one loaded from other bytes, say).
+    #[must_use]
+    pub fn from_circuit(circuit: RlnCircuit) -> Self {
+        Self { circuit }
+    }
+
+    /// `partial` in zerokit's form (mask and sums), which is what zerokit serializes.
+    ///
+    /// # Errors
+    /// [`ProverError::ScalarCount`] for a partial of another circuit.
+    pub fn partial_parts(&self, partial: &MemberPartial) -> Result<PartialParts, ProverError> {
+        self.circuit.prover.partial_parts(&partial.0)
+    }
+
+    /// The partial zerokit's form describes (it carries no values, so [`finish`](Self::finish)
+    /// cannot check the witness against it).
+    ///
+    /// # Errors
+    /// [`ProverError::ScalarCount`] for a mask of another circuit.
+    pub fn partial_from_parts(&self, parts: &PartialParts) -> Result<MemberPartial, ProverError> {
+        Ok(MemberPartial(
+            self.circuit.prover.partial_from_parts(parts)?,
+        ))
     }
 
     /// The circuit's witness graph and prover tables (for benchmarks that time the steps).

@@ -168,7 +168,8 @@ impl RlnWitness {
             .iter()
             .enumerate()
             .fold(0u64, |acc, (level, &bit)| {
-                acc | (u64::from(bit & 1) << (level % 64))
+                // zerokit's rule: any byte but 0 means our node is the right child.
+                acc | (u64::from(bit != 0) << (level % 64))
             });
         let root = MerkleProof::<PoseidonHasher>::new(index, self.path_elements.clone())
             .compute_root(&leaf);

@@ -172,12 +172,21 @@ impl RlnVerifier {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, VerifyError> {
         let vk = VerifyingKey::<Bn254>::deserialize_compressed(bytes)
             .map_err(|_| VerifyError::MalformedKey)?;
+        Self::new(&vk)
+    }
+
+    /// Prepares `vk` (a proving key's own, say), once: every verification then starts from the
+    /// prepared key.
+    ///
+    /// # Errors
+    /// [`VerifyError::MalformedKey`] for a key without RLN's five public inputs.
+    pub fn new(vk: &VerifyingKey<Bn254>) -> Result<Self, VerifyError> {
         // RLN has five public inputs: IC_0 and one point each.
         if vk.gamma_abc_g1.len() != 6 {
             return Err(VerifyError::MalformedKey);
         }
         Ok(Self {
-            pvk: prepare_verifying_key(&vk),
+            pvk: prepare_verifying_key(vk),
             batch: BatchConfig::default(),
         })
     }

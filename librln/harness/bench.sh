@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# nwaku's per-message work through the C interface, zerokit v2.0.2's librln (stateless, no
+# `parallel`: as nwaku builds it) against Canopy's, in one run, on 1 and 2 threads:
+#   prove   = witness + proof + to-bytes (ffi_rln_witness_input_new, ffi_generate_rln_proof,
+#             ffi_rln_proof_to_bytes_le), median of N
+#   verify  = signal hash + proof from its parts + verify against a window of roots
+#             (ffi_hash_to_field_le, ffi_rln_proof_new, ffi_verify_with_roots), median of N
+#   start-up = ffi_rln_new's return; first proof = the proof right after it (it waits for
+#             whatever ffi_rln_new left to finish: Canopy builds its tables in the background);
+#             MiB = the peak RSS that start-up and first proof added
+# Usage: bench.sh [N] [OUT]   (N defaults to 20; OUT to target/librln-harness/bench)
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(dirname "$(dirname "$HERE")")"
+N="${1:-20}"
+OUT="${2:-${CARGO_TARGET_DIR:-$ROOT/target}/librln-harness/bench}"
+bash "$HERE/build.sh" "$OUT"
+FIXTURE="$HERE/fixture.hex"
+field() { sed -n "s/.* $1 \([0-9.]*\).*/\1/p" <<< "$2"; }
+printf "%-8s %-8s %12s %12s %12s %16s %14s\n" threads library prove_ms verify_ms startup_s first_proof_s startup_MiB
+for threads in 1 2; do
+  declare -A prove verify
+  for lib in zerokit canopy; do
+    line=$(RAYON_NUM_THREADS=$threads "$OUT/harness-$lib" bench "$FIXTURE" "$N" | grep '^BENCH')
+    prove[$lib]=$(field prove_median_s "$line")
+    verify[$lib]=$(field verify_median_s "$line")
+    printf "%-8s %-8s %12.2f %12.3f %12.3f %16.3f %14.1f\n" "$threads" "$lib" \
+      "$(awk "BEGIN{print ${prove[$lib]}*1000}")" "$(awk "BEGIN{print ${verify[$lib]}*1000}")" \
+      "$(field startup_s "$line")" "$(field first_proof_s "$line")" "$(field startup_rss_mib "$line")"
+  done
+  printf "%-8s %-8s %11.2fx %11.2fx\n" "$threads" "ratio" \
+    "$(awk "BEGIN{print ${prove[zerokit]}/${prove[canopy]}}")" \
+    "$(awk "BEGIN{print ${verify[zerokit]}/${verify[canopy]}}")"
+done
+echo "(N=$N messages each; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); IFMA: $(grep -q avx512ifma /proc/cpuinfo && echo yes || echo no))"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The C harness end to end: builds (build.sh), then runs nwaku's sequences against zerokit
+# v2.0.2's librln and Canopy's, all under AddressSanitizer/LeakSanitizer, and compares:
+#   golden    deterministic functions, byte for byte
+#   prove     each library's proof (and its partial-path proof)
+#   check     every proof under both libraries: layout, verification, tampered copies, ok/err
+# and first runs librln's own tests (the stable fuzz run of its byte-taking entry points).
+# Usage: run.sh FIXTURE OUT. Exit status 0 only when every comparison holds.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+FIXTURE="${1:?usage: run.sh FIXTURE OUT}"
+OUT="${2:?usage: run.sh FIXTURE OUT}"
+bash "$HERE/build.sh" "$OUT"
+# librln's own tests: the byte-taking entry points fuzzed on stable, the crate example.
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(dirname "$(dirname "$HERE")")/target}/librln-harness" \
+  cargo test -q --release --manifest-path "$(dirname "$HERE")/Cargo.toml"
+echo "librln tests: passed"
+cd "$OUT"
+# Leaks are errors; every handle the harness gets is freed.
+export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:exitcode=23"
+
+for lib in zerokit canopy; do
+  ./harness-$lib-asan golden "$FIXTURE" > "golden-$lib.txt"
+  ./harness-$lib-asan prove "$FIXTURE" "proof-$lib.bin" > "prove-$lib.txt"
+done
+if ! diff -u golden-zerokit.txt golden-canopy.txt; then
+  echo "FAIL: deterministic outputs differ" >&2; exit 1
+fi
+echo "golden: identical ($(wc -l < golden-canopy.txt) lines)"
+
+for proof in proof-zerokit.bin proof-zerokit.bin.partial proof-canopy.bin proof-canopy.bin.partial; do
+  for lib in zerokit canopy; do
+    ./harness-$lib-asan check "$FIXTURE" "$proof" > "check-$lib-$(basename "$proof").txt"
+  done
+  if ! diff -u "check-zerokit-$(basename "$proof").txt" "check-canopy-$(basename "$proof").txt"; then
+    echo "FAIL: the libraries disagree on $proof" >&2; exit 1
+  fi
+  for lib in zerokit canopy; do
+    grep -q '^receive: ok$' "check-$lib-$(basename "$proof").txt" \
+      || { echo "FAIL: $proof does not verify under $lib" >&2; exit 1; }
+  done
+  echo "check $proof: both libraries agree on $(wc -l < "check-canopy-$(basename "$proof").txt") lines; it verifies under both"
+done
+echo "all comparisons hold"
