@@ -213,6 +213,23 @@ static Vec_uint8_t prove_bytes(FFI_RLN_t *rln) {
     return b.ok;
 }
 
+/* A member's partial proof from the fixture's secret, limit and path (nwaku's two-step path). */
+static FFI_RLNPartialProof_t *partial_proof(FFI_RLN_t *rln) {
+    CFr_t *secret = cfr_line(L_SECRET), *limit = cfr_line(L_LIMIT);
+    Vec_CFr_t path = path_vec(DEPTH);
+    Vec_uint8_t idx = view(lines[L_INDEX].data, DEPTH);
+    CResult_FFI_RLNPartialWitnessInput_ptr_Vec_uint8_t pw =
+        ffi_rln_partial_witness_input_new(secret, limit, &path, &idx);
+    ffi_vec_cfr_free(path);
+    ffi_cfr_free(secret);
+    ffi_cfr_free(limit);
+    if (!pw.ok) { print_err(pw.err); die("partial witness refused"); }
+    CResult_FFI_RLNPartialProof_ptr_Vec_uint8_t pp = ffi_generate_partial_zk_proof(&rln, &pw.ok);
+    ffi_rln_partial_witness_input_free(pw.ok);
+    if (!pp.ok) { print_err(pp.err); die("partial proof refused"); }
+    return pp.ok;
+}
+
 /* nwaku's receive path: the proof rebuilt from its parts (ffi_rln_proof_new), then
  * ffi_verify_with_roots. Prints "ok" or "err <message>"; returns 1 when verified. */
 static int check_parts(FFI_RLN_t *rln, const uint8_t *groth16, size_t groth16_len,
@@ -346,17 +363,9 @@ static void golden(void) {
     }
 
     /* partial proofs are deterministic: the same bytes from both libraries */
-    Vec_CFr_t path = path_vec(DEPTH);
-    Vec_uint8_t idx = view(lines[L_INDEX].data, DEPTH);
-    CResult_FFI_RLNPartialWitnessInput_ptr_Vec_uint8_t pw =
-        ffi_rln_partial_witness_input_new(secret, limit, &path, &idx);
-    ffi_vec_cfr_free(path);
-    if (!pw.ok) { print_err(pw.err); die("partial witness refused"); }
-    CResult_FFI_RLNPartialProof_ptr_Vec_uint8_t pp = ffi_generate_partial_zk_proof(&rln, &pw.ok);
-    ffi_rln_partial_witness_input_free(pw.ok);
-    if (!pp.ok) { print_err(pp.err); die("partial proof refused"); }
-    CResult_Vec_uint8_Vec_uint8_t pb = ffi_rln_partial_proof_to_bytes_le(&pp.ok);
-    ffi_rln_partial_proof_free(pp.ok);
+    FFI_RLNPartialProof_t *pp = partial_proof(rln);
+    CResult_Vec_uint8_Vec_uint8_t pb = ffi_rln_partial_proof_to_bytes_le(&pp);
+    ffi_rln_partial_proof_free(pp);
     printf("partial proof %zu bytes ", pb.ok.len);
     print_hex(pb.ok.ptr, pb.ok.len);
     printf("\n");
@@ -390,22 +399,11 @@ static void prove(const char *out) {
     printf("proof %zu bytes\n", b.len);
     ffi_vec_u8_free(b);
 
-    /* the two-step path: partial from the member's inputs, finished with the message's */
-    CFr_t *secret = cfr_line(L_SECRET), *limit = cfr_line(L_LIMIT);
-    Vec_CFr_t path = path_vec(DEPTH);
-    Vec_uint8_t idx = view(lines[L_INDEX].data, DEPTH);
-    CResult_FFI_RLNPartialWitnessInput_ptr_Vec_uint8_t pw =
-        ffi_rln_partial_witness_input_new(secret, limit, &path, &idx);
-    ffi_vec_cfr_free(path);
-    ffi_cfr_free(secret);
-    ffi_cfr_free(limit);
-    if (!pw.ok) { print_err(pw.err); die("partial witness refused"); }
-    CResult_FFI_RLNPartialProof_ptr_Vec_uint8_t pp = ffi_generate_partial_zk_proof(&rln, &pw.ok);
-    ffi_rln_partial_witness_input_free(pw.ok);
-    if (!pp.ok) { print_err(pp.err); die("partial proof refused"); }
-    /* through its bytes, as a node that stored it would */
-    CResult_Vec_uint8_Vec_uint8_t pb = ffi_rln_partial_proof_to_bytes_le(&pp.ok);
-    ffi_rln_partial_proof_free(pp.ok);
+    /* the two-step path: partial from the member's inputs, finished with the message's,
+     * through its bytes, as a node that stored it would */
+    FFI_RLNPartialProof_t *pp = partial_proof(rln);
+    CResult_Vec_uint8_Vec_uint8_t pb = ffi_rln_partial_proof_to_bytes_le(&pp);
+    ffi_rln_partial_proof_free(pp);
     CResult_FFI_RLNPartialProof_ptr_Vec_uint8_t back = ffi_bytes_le_to_rln_partial_proof(&pb.ok);
     ffi_vec_u8_free(pb.ok);
     if (!back.ok) { print_err(back.err); die("partial bytes refused"); }

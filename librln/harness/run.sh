@@ -16,6 +16,14 @@ CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(dirname "$(dirname "$HERE")")/target}/li
   cargo test -q --release --manifest-path "$(dirname "$HERE")/Cargo.toml"
 echo "librln tests: passed"
 cd "$OUT"
+# The library exports exactly nwaku's functions (read from librln.so: the archive's LTO
+# objects keep no symbol table nm can read; both come from the same build).
+nm -D --defined-only librln-canopy.so | awk '$2 == "T" && $3 ~ /^ffi_/ {print $3}' | sort -u > exported-canopy.txt
+grep -v '^#' "$(dirname "$HERE")/nwaku-symbols.txt" | sort > nwaku-symbols.txt
+if ! diff -u nwaku-symbols.txt exported-canopy.txt; then
+  echo "FAIL: librln does not export exactly nwaku's functions" >&2; exit 1
+fi
+echo "symbols: librln exports exactly nwaku's $(wc -l < nwaku-symbols.txt) functions"
 # Leaks are errors; every handle the harness gets is freed.
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:exitcode=23"
 

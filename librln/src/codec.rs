@@ -2,7 +2,6 @@
 //! and partial proofs, with its length checks and, where a caller sees them, its messages.
 
 use ark_bn254::{Bn254, Fr, G1Projective, G2Projective};
-use ark_ff::{BigInteger, PrimeField};
 use ark_groth16::Proof;
 use ark_serialize::{CanonicalDeserialize, CanonicalSerialize, SerializationError};
 use prover::PartialParts;
@@ -60,10 +59,11 @@ pub enum CodecError {
 /// The canonical little-endian bytes of `fr`.
 #[must_use]
 pub fn fr_to_bytes_le(fr: &Fr) -> Vec<u8> {
-    fr.into_bigint().to_bytes_le()
+    hasher::fr_to_le_bytes(fr).to_vec()
 }
 
-/// The field element in the first 32 bytes of `bytes` (more are ignored, as zerokit does).
+/// The field element in the first 32 bytes of `bytes` (more are ignored, as zerokit does),
+/// decoded by the hasher's one rule (canonical, never reduced).
 ///
 /// # Errors
 /// [`FieldError`] for fewer than 32 bytes or a value not below the modulus.
@@ -72,13 +72,7 @@ pub fn fr_from_bytes_le(bytes: &[u8]) -> Result<Fr, FieldError> {
         expected: FR_LEN,
         actual: bytes.len(),
     })?;
-    let mut limbs = [0u64; 4];
-    for (limb, chunk) in limbs.iter_mut().zip(head.chunks_exact(8)) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        *limb = u64::from_le_bytes(word);
-    }
-    Fr::from_bigint(ark_ff::BigInt(limbs)).ok_or(FieldError::NonCanonicalFieldElement)
+    hasher::fr_from_le_bytes(head).map_err(|_| FieldError::NonCanonicalFieldElement)
 }
 
 /// Checks the version byte at the start of `bytes`.

@@ -18,50 +18,18 @@ use hasher::{Fr, PoseidonHasher};
 use rln_glue::primitives::{id_commitment, rate_commitment, IdentitySecret};
 use tree_core::{Depth, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
 
-/// nwaku's `rln_interface.nim` (zerokit v2.0.2, stateless): the functions it declares.
-const NWAKU_SYMBOLS: [&str; 41] = [
-    "ffi_rln_new",
-    "ffi_rln_new_with_params",
-    "ffi_rln_free",
-    "ffi_extended_key_gen",
-    "ffi_seeded_extended_key_gen",
-    "ffi_rln_witness_input_new",
-    "ffi_rln_witness_input_free",
-    "ffi_rln_partial_witness_input_new",
-    "ffi_rln_partial_witness_input_free",
-    "ffi_generate_rln_proof",
-    "ffi_generate_partial_zk_proof",
-    "ffi_finish_rln_proof",
-    "ffi_verify_with_roots",
-    "ffi_rln_proof_to_bytes_le",
-    "ffi_bytes_le_to_rln_proof",
-    "ffi_rln_proof_new",
-    "ffi_rln_proof_free",
-    "ffi_rln_partial_proof_to_bytes_le",
-    "ffi_bytes_le_to_rln_partial_proof",
-    "ffi_rln_partial_proof_free",
-    "ffi_rln_proof_get_values",
-    "ffi_rln_proof_values_get_root",
-    "ffi_rln_proof_values_get_x",
-    "ffi_rln_proof_values_get_external_nullifier",
-    "ffi_rln_proof_values_get_y",
-    "ffi_rln_proof_values_get_nullifier",
-    "ffi_rln_proof_values_free",
-    "ffi_compute_id_secret",
-    "ffi_cfr_zero",
-    "ffi_cfr_to_bytes_le",
-    "ffi_bytes_le_to_cfr",
-    "ffi_cfr_free",
-    "ffi_vec_cfr_new",
-    "ffi_vec_cfr_push",
-    "ffi_vec_cfr_len",
-    "ffi_vec_cfr_get",
-    "ffi_vec_cfr_free",
-    "ffi_vec_u8_free",
-    "ffi_c_string_free",
-    "ffi_hash_to_field_le",
-    "ffi_poseidon_hash_pair",
-];
+/// nwaku's `rln_interface.nim` (zerokit v2.0.2, stateless): the functions it declares, as
+/// librln lists them (read as text: linking librln here would clash with zerokit's rln 3.0.0).
+fn nwaku_symbols() -> Vec<String> {
+    let list = std::fs::read_to_string(root_dir().join("librln/nwaku-symbols.txt")).unwrap();
+    let symbols: Vec<String> = list
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(symbols.len(), 41);
+    symbols
+}
 
 fn hex(fr: &Fr) -> String {
     fr.into_bigint()
@@ -220,13 +188,13 @@ fn canopy_librln_answers_nwaku_as_zerokit_v2_0_2_does() {
     // zerokit's generator declares them.
     let ours = declarations(&std::fs::read_to_string(out.join("rln-canopy.h")).unwrap());
     let theirs = declarations(&std::fs::read_to_string(out.join("rln-zerokit.h")).unwrap());
-    for symbol in NWAKU_SYMBOLS {
+    for symbol in nwaku_symbols() {
         let decl = ours
-            .get(symbol)
+            .get(&symbol)
             .unwrap_or_else(|| panic!("{symbol} missing from our header"));
         assert_eq!(
             Some(decl),
-            theirs.get(symbol),
+            theirs.get(&symbol),
             "{symbol} declared differently"
         );
     }
