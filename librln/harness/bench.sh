@@ -17,19 +17,27 @@ OUT="${2:-${CARGO_TARGET_DIR:-$ROOT/target}/librln-harness/bench}"
 bash "$HERE/build.sh" "$OUT"
 FIXTURE="$HERE/fixture.hex"
 field() { sed -n "s/.* $1 \([0-9.]*\).*/\1/p" <<< "$2"; }
-printf "%-8s %-8s %12s %12s %12s %16s %14s\n" threads library prove_ms verify_ms startup_s first_proof_s startup_MiB
+printf "%-8s %-16s %12s %12s %12s %16s %14s\n" threads library prove_ms verify_ms startup_s first_proof_s startup_MiB
+# "canopy-portable": ours with LIBRLN_ARITHMETIC=portable, the path a CPU without IFMA runs.
+run() { # library, threads
+  local bin=$1 env=()
+  [[ $1 == canopy-portable ]] && { bin=canopy; env=(LIBRLN_ARITHMETIC=portable); }
+  env "${env[@]}" RAYON_NUM_THREADS=$2 "$OUT/harness-$bin" bench "$FIXTURE" "$N" | grep '^BENCH'
+}
 for threads in 1 2; do
   declare -A prove verify
-  for lib in zerokit canopy; do
-    line=$(RAYON_NUM_THREADS=$threads "$OUT/harness-$lib" bench "$FIXTURE" "$N" | grep '^BENCH')
+  for lib in zerokit canopy canopy-portable; do
+    line=$(run $lib $threads)
     prove[$lib]=$(field prove_median_s "$line")
     verify[$lib]=$(field verify_median_s "$line")
-    printf "%-8s %-8s %12.2f %12.3f %12.3f %16.3f %14.1f\n" "$threads" "$lib" \
+    printf "%-8s %-16s %12.2f %12.3f %12.3f %16.3f %14.1f\n" "$threads" "$lib" \
       "$(awk "BEGIN{print ${prove[$lib]}*1000}")" "$(awk "BEGIN{print ${verify[$lib]}*1000}")" \
       "$(field startup_s "$line")" "$(field first_proof_s "$line")" "$(field startup_rss_mib "$line")"
   done
-  printf "%-8s %-8s %11.2fx %11.2fx\n" "$threads" "ratio" \
-    "$(awk "BEGIN{print ${prove[zerokit]}/${prove[canopy]}}")" \
-    "$(awk "BEGIN{print ${verify[zerokit]}/${verify[canopy]}}")"
+  for lib in canopy canopy-portable; do
+    printf "%-8s %-16s %11.2fx %11.2fx\n" "$threads" "ratio $lib" \
+      "$(awk "BEGIN{print ${prove[zerokit]}/${prove[$lib]}}")" \
+      "$(awk "BEGIN{print ${verify[zerokit]}/${verify[$lib]}}")"
+  done
 done
 echo "(N=$N messages each; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); IFMA: $(grep -q avx512ifma /proc/cpuinfo && echo yes || echo no))"

@@ -31,12 +31,18 @@ for lib in zerokit canopy; do
   ./harness-$lib-asan golden "$FIXTURE" > "golden-$lib.txt"
   ./harness-$lib-asan prove "$FIXTURE" "proof-$lib.bin" > "prove-$lib.txt"
 done
+# The portable path (what a CPU without IFMA runs), forced: its proofs are checked below too.
+LIBRLN_ARITHMETIC=portable ./harness-canopy-asan prove "$FIXTURE" "proof-portable.bin" > prove-portable.txt
+if LIBRLN_ARITHMETIC=fast ./harness-canopy-asan prove "$FIXTURE" x.bin > /dev/null 2>&1; then
+  echo "FAIL: an unknown LIBRLN_ARITHMETIC was accepted" >&2; exit 1
+fi
 if ! diff -u golden-zerokit.txt golden-canopy.txt; then
   echo "FAIL: deterministic outputs differ" >&2; exit 1
 fi
 echo "golden: identical ($(wc -l < golden-canopy.txt) lines)"
 
-for proof in proof-zerokit.bin proof-zerokit.bin.partial proof-canopy.bin proof-canopy.bin.partial; do
+for proof in proof-zerokit.bin proof-zerokit.bin.partial proof-canopy.bin proof-canopy.bin.partial \
+    proof-portable.bin proof-portable.bin.partial; do
   for lib in zerokit canopy; do
     ./harness-$lib-asan check "$FIXTURE" "$proof" > "check-$lib-$(basename "$proof").txt"
   done

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use prover::rln::{RlnCircuit, Zkey};
 use prover::WitnessGraph;
-use prover::{PartialParts, ProverConfig, ProverError};
+use prover::{Arithmetic, PartialParts, ProverConfig, ProverError};
 use rln_glue::primitives::IdentitySecret;
 use rln_glue::proving::RlnProver;
 use rln_glue::verifier::RlnVerifier;
@@ -54,6 +54,9 @@ pub enum EngineError {
     /// Building the prover tables failed (not with the embedded files).
     #[error("ZKey error: prover tables: {0}")]
     Tables(String),
+    /// `LIBRLN_ARITHMETIC` names no arithmetic this CPU has.
+    #[error("LIBRLN_ARITHMETIC={0}: expected auto, portable or ifma (ifma only on a CPU with AVX-512 IFMA)")]
+    Arithmetic(String),
     /// Two shares with the same `x`.
     #[error("Cannot recover secret: division by zero (shares have the same x value)")]
     DivisionByZero,
@@ -192,8 +195,12 @@ impl Rln {
             .inputs()
             .find(|(name, _)| *name == "pathElements")
             .map_or(0, |(_, len)| len);
+        let config = ProverConfig {
+            arithmetic: arithmetic_from_env()?,
+            ..ProverConfig::default()
+        };
         let build = move || {
-            RlnCircuit::from_parsed(&zkey, graph, &ProverConfig::default())
+            RlnCircuit::from_parsed(&zkey, graph, &config)
                 .map(RlnProver::from_circuit)
                 .map_err(|e| EngineError::Key(e).to_string())
         };
@@ -330,6 +337,32 @@ impl Rln {
         }
         Ok(())
     }
+}
+
+/// The environment variable that picks the prover's arithmetic: `auto` (the default: IFMA lanes
+/// where the CPU has them), `portable` or `ifma`. A C caller has no other knob; it is what measures
+/// the portable path, the one a CPU without IFMA runs, on a CPU with it.
+pub const ARITHMETIC_VAR: &str = "LIBRLN_ARITHMETIC";
+
+fn arithmetic_from_env() -> Result<Arithmetic, EngineError> {
+    let chosen = match std::env::var(ARITHMETIC_VAR) {
+        Err(std::env::VarError::NotPresent) => Arithmetic::Auto,
+        Ok(value) => match value.as_str() {
+            "" | "auto" => Arithmetic::Auto,
+            "portable" => Arithmetic::Portable,
+            "ifma" => Arithmetic::Ifma,
+            other => return Err(EngineError::Arithmetic(other.to_owned())),
+        },
+        Err(std::env::VarError::NotUnicode(_)) => {
+            return Err(EngineError::Arithmetic("(not UTF-8)".into()))
+        }
+    };
+    if chosen == Arithmetic::Ifma && !prover::lanes::ifma_available() {
+        return Err(EngineError::Arithmetic(
+            "ifma, on a CPU without AVX-512 IFMA".into(),
+        ));
+    }
+    Ok(chosen)
 }
 
 /// The secret on the line through two shares, `ffi_compute_id_secret` (zerokit's
