@@ -4,7 +4,7 @@
 //! prepares it on every call).
 
 use ark_bn254::{Bn254, Fr};
-use ark_ff::{Field, PrimeField, UniformRand};
+use ark_ff::{PrimeField, UniformRand};
 use ark_groth16::Proof;
 use std::sync::{Arc, Mutex};
 
@@ -116,12 +116,6 @@ impl WitnessInput {
             x,
             external_nullifier,
         }))
-    }
-
-    /// The values a proof of this witness carries (zerokit's `proof_values_from_witness`).
-    #[must_use]
-    pub fn public_values(&self) -> PublicValues {
-        self.0.public_values()
     }
 }
 
@@ -371,10 +365,9 @@ fn arithmetic_from_env() -> Result<Arithmetic, EngineError> {
 /// # Errors
 /// [`EngineError::DivisionByZero`] for two shares with the same `x`.
 pub fn compute_id_secret(share1: (Fr, Fr), share2: (Fr, Fr)) -> Result<Fr, EngineError> {
-    let ((x1, y1), (x2, y2)) = (share1, share2);
-    let inverse = (x1 - x2).inverse().ok_or(EngineError::DivisionByZero)?;
-    let a1 = (y1 - y2) * inverse;
-    Ok(y1 - x1 * a1)
+    rln_glue::primitives::secret_on_line(share1, share2)
+        .map(|secret| secret.expose())
+        .map_err(|_| EngineError::DivisionByZero)
 }
 
 /// zerokit's `extended_keygen` from `rng`: trapdoor, nullifier, secret = Poseidon(trapdoor,

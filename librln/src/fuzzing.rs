@@ -146,22 +146,23 @@ pub fn byte_entry_points(data: &[u8]) {
 }
 
 fn reencode_proof(proof: &repr_c::Box<ffi::FFI_RLNProof>) -> Vec<u8> {
-    let bytes = checked(
+    owned_bytes(
         "rln_proof_to_bytes_le",
         ffi::ffi_rln_proof_to_bytes_le(proof),
     )
-    .unwrap_or_else(|| panic!("a decoded proof did not encode"));
-    let out = bytes.to_vec();
-    ffi::ffi_vec_u8_free(bytes);
-    out
 }
 
 fn reencode_partial(partial: &repr_c::Box<ffi::FFI_RLNPartialProof>) -> Vec<u8> {
-    let bytes = checked(
-        "partial_proof_to_bytes",
+    owned_bytes(
+        "rln_partial_proof_to_bytes_le",
         ffi::ffi_rln_partial_proof_to_bytes_le(partial),
     )
-    .unwrap_or_else(|| panic!("a decoded partial proof did not encode"));
+}
+
+/// The bytes of an encoding that must succeed, copied out and the library's vector freed.
+fn owned_bytes(what: &str, r: CResult<repr_c::Vec<u8>, repr_c::String>) -> Vec<u8> {
+    let bytes =
+        checked(what, r).unwrap_or_else(|| panic!("{what}: a decoded value did not encode"));
     let out = bytes.to_vec();
     ffi::ffi_vec_u8_free(bytes);
     out

@@ -276,20 +276,33 @@ impl CircomProver {
     /// [`ProverError::ScalarCount`] for a partial of another circuit.
     pub fn partial_parts(&self, partial: &PartialProof) -> Result<PartialParts, ProverError> {
         let wires = self.wires();
-        if partial.known.is_empty() {
-            return self
-                .partial(&vec![None; wires])
-                .and_then(|nothing| self.partial_parts(&nothing));
-        }
-        self.check_wires(partial.known.len())?;
-        // zerokit's sums always hold wire 0 (the constant 1) once; ours hold it as known.
-        let mut one = vec![Fr::zero(); wires];
-        one[0] = Fr::from(1u8) - partial.known[0].unwrap_or_default();
+        // `Default` knows nothing (and has no entries); otherwise one entry per wire.
+        let mask = if partial.known.is_empty() {
+            vec![false; wires.saturating_sub(1)]
+        } else {
+            self.check_wires(partial.known.len())?;
+            partial.known[1..].iter().map(Option::is_some).collect()
+        };
+        // zerokit's sums always hold wire 0 (the constant 1) once. Ours hold it when the
+        // partial knew it as 1 (`partial` of a witness graph's assignment always does); only
+        // otherwise are its bases added, by a one-scalar MSM.
+        let missing = Fr::from(1u8) - partial.known.first().copied().flatten().unwrap_or_default();
+        let (a0, b0, b0_g2) = if missing.is_zero() {
+            Default::default()
+        } else {
+            let mut one = vec![Fr::zero(); wires];
+            one[0] = missing;
+            (
+                self.a.msm(&one)?,
+                self.b_g1.msm(&one)?,
+                self.b_g2.msm(&one)?,
+            )
+        };
         Ok(PartialParts {
-            mask: partial.known[1..].iter().map(Option::is_some).collect(),
-            pi_a: partial.a + self.a.msm(&one)? + self.alpha_g1,
-            rho: partial.b_g1 + self.b_g1.msm(&one)? + self.beta_g1,
-            pi_b: partial.b_g2 + self.b_g2.msm(&one)? + self.beta_g2,
+            mask,
+            pi_a: partial.a + a0 + self.alpha_g1,
+            rho: partial.b_g1 + b0 + self.beta_g1,
+            pi_b: partial.b_g2 + b0_g2 + self.beta_g2,
             pi_c: partial.l,
         })
     }

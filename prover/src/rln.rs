@@ -82,6 +82,22 @@ impl Zkey {
             b,
         })
     }
+
+    /// Refuses a graph that computes another number of wires than the key has.
+    ///
+    /// # Errors
+    /// [`ProverError::KeyShape`].
+    pub fn check_graph(&self, graph: &WitnessGraph) -> Result<(), ProverError> {
+        if graph.wires() == self.pk.a_query.len() {
+            Ok(())
+        } else {
+            Err(ProverError::KeyShape(format!(
+                "the graph computes {} wires, the key has {}",
+                graph.wires(),
+                self.pk.a_query.len()
+            )))
+        }
+    }
 }
 
 /// Bytes of an uncompressed G1 / G2 point.
@@ -130,33 +146,13 @@ fn matrix(cursor: &mut &[u8]) -> Result<Vec<Row>, ProverError> {
         .collect()
 }
 
-impl Zkey {
-    /// Refuses a graph that computes another number of wires than the key has.
-    ///
-    /// # Errors
-    /// [`ProverError::KeyShape`].
-    pub fn check_graph(&self, graph: &WitnessGraph) -> Result<(), ProverError> {
-        if graph.wires() == self.pk.a_query.len() {
-            Ok(())
-        } else {
-            Err(ProverError::KeyShape(format!(
-                "the graph computes {} wires, the key has {}",
-                graph.wires(),
-                self.pk.a_query.len()
-            )))
-        }
-    }
-}
-
-/// The circuit's witness graph, the prover tables of its proving key, and its verifying key.
+/// The circuit's witness graph and the prover tables of its proving key.
 #[derive(Debug, Clone)]
 pub struct RlnCircuit {
     /// Computes the full assignment from the circuit's named inputs.
     pub graph: Arc<WitnessGraph>,
     /// Proves from a full assignment.
     pub prover: Arc<CircomProver>,
-    /// The proving key's verifying key.
-    pub vk: Arc<VerifyingKey<Bn254>>,
 }
 
 impl RlnCircuit {
@@ -215,7 +211,6 @@ impl RlnCircuit {
         Ok(Self {
             graph: Arc::new(graph),
             prover: Arc::new(prover),
-            vk: Arc::new(zkey.pk.vk.clone()),
         })
     }
 }

@@ -81,7 +81,7 @@ fn bad_inputs_are_typed_errors() {
 fn proofs_from_our_witness_verify_under_arkworks_and_zerokit() {
     use ark_groth16::{prepare_verifying_key, Groth16};
 
-    let RlnCircuit { graph, prover, .. } = RlnCircuit::load().unwrap();
+    let RlnCircuit { graph, prover } = RlnCircuit::load().unwrap();
     let (pk, _) = &**rln::circuit::default_zkey_single();
     let pvk = prepare_verifying_key(&pk.vk);
     let zerokit = rln::prelude::RLNBuilder::stateless().build();
@@ -117,7 +117,7 @@ fn proofs_from_our_witness_verify_under_arkworks_and_zerokit() {
 fn partial_proofs_finish_to_the_same_verifying_proofs() {
     use ark_groth16::{prepare_verifying_key, Groth16};
 
-    let RlnCircuit { graph, prover, .. } = RlnCircuit::load().unwrap();
+    let RlnCircuit { graph, prover } = RlnCircuit::load().unwrap();
     let pvk = prepare_verifying_key(&rln::circuit::default_zkey_single().0.vk);
     let mut tree = OptimalMerkleTree::<PoseidonHasher>::new(Depth::new(20).unwrap());
     let secret = IdentitySecret::new(Fr::from(99u64));
@@ -203,7 +203,7 @@ fn a_table_budget_widens_the_windows_and_proofs_still_verify() {
         arithmetic: Arithmetic::Portable,
     };
     assert!(config.table_budget_bytes < default_bytes);
-    let RlnCircuit { graph, prover, .. } = RlnCircuit::load_with(&config).unwrap();
+    let RlnCircuit { graph, prover } = RlnCircuit::load_with(&config).unwrap();
     assert!(prover.table_bytes() <= config.table_budget_bytes);
     let (pk, _) = &**rln::circuit::default_zkey_single();
     let pvk = prepare_verifying_key(&pk.vk);

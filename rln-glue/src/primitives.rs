@@ -211,8 +211,17 @@ pub fn recover_secret(first: &Share, second: &Share) -> Result<IdentitySecret, R
     if first.nullifier != second.nullifier {
         return Err(RlnError::NullifierMismatch);
     }
-    let dx = first.x - second.x;
-    let inverse = dx.inverse().ok_or(RlnError::SameSignal)?;
-    let a1 = (first.y - second.y) * inverse;
-    Ok(IdentitySecret(first.y - first.x * a1))
+    secret_on_line((first.x, first.y), (second.x, second.y))
+}
+
+/// The intercept of the line through two points `(x, y)`: the secret, when both are shares of one
+/// member's line (zerokit's `compute_id_secret`, which checks nothing else).
+///
+/// # Errors
+/// [`RlnError::SameSignal`] for two points with the same `x`.
+pub fn secret_on_line(first: (Fr, Fr), second: (Fr, Fr)) -> Result<IdentitySecret, RlnError> {
+    let ((x1, y1), (x2, y2)) = (first, second);
+    let inverse = (x1 - x2).inverse().ok_or(RlnError::SameSignal)?;
+    let a1 = (y1 - y2) * inverse;
+    Ok(IdentitySecret(y1 - x1 * a1))
 }

@@ -13,7 +13,6 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ark_ff::{BigInteger, PrimeField};
 use hasher::{Fr, PoseidonHasher};
 use rln_glue::primitives::{id_commitment, rate_commitment, IdentitySecret};
 use tree_core::{Depth, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
@@ -32,13 +31,7 @@ fn nwaku_symbols() -> Vec<String> {
 }
 
 fn hex(fr: &Fr) -> String {
-    fr.into_bigint()
-        .to_bytes_le()
-        .iter()
-        .fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+    hex_bytes(&hasher::fr_to_le_bytes(fr))
 }
 
 fn hex_bytes(bytes: &[u8]) -> String {
