@@ -388,11 +388,7 @@ pub fn extended_keygen<R: rand::RngCore>(rng: &mut R) -> [Fr; 4] {
 #[must_use]
 pub fn extended_seeded_keygen(seed: &[u8]) -> [Fr; 4] {
     use rand::SeedableRng;
-    use tiny_keccak::Hasher as _;
-    let mut digest = [0u8; 32];
-    let mut keccak = tiny_keccak::Keccak::v256();
-    keccak.update(seed);
-    keccak.finalize(&mut digest);
+    let digest = rln_glue::primitives::keccak256(seed);
     extended_keygen(&mut rand_chacha::ChaCha20Rng::from_seed(digest))
 }
 

@@ -86,17 +86,21 @@ pub struct FFI_RLNPartialProof(pub PartialParts);
 
 type Outcome<T> = CResult<T, repr_c::String>;
 
-/// Runs `f`, turning its error or a panic into `err`.
-fn outcome<T: ReprC>(f: impl FnOnce() -> Result<T, String>) -> Outcome<T> {
-    let result = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+/// Runs `f`; a panic in it becomes an error saying so, never an unwind into C.
+fn caught<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_default();
         Err(format!("internal error (caught panic): {what}"))
-    });
-    match result {
+    })
+}
+
+/// Runs `f` under [`caught`], turning its error or a panic into `err`.
+fn outcome<T: ReprC>(f: impl FnOnce() -> Result<T, String>) -> Outcome<T> {
+    match caught(f) {
         Ok(value) => CResult {
             ok: Some(value),
             err: None,
@@ -114,6 +118,10 @@ fn boxed(fr: Fr) -> repr_c::Box<CFr> {
 
 fn frs(v: &[CFr]) -> Vec<Fr> {
     v.iter().map(|c| c.0).collect()
+}
+
+fn cfrs(v: &[Fr]) -> repr_c::Vec<CFr> {
+    v.iter().map(|&fr| CFr(fr)).collect::<Vec<_>>().into()
 }
 
 // --- instance ---------------------------------------------------------------------------------
@@ -147,15 +155,13 @@ pub fn ffi_rln_free(rln: repr_c::Box<FFI_RLN>) {
 /// `[trapdoor, nullifier, secret, commitment]` from the thread's RNG.
 #[ffi_export]
 pub fn ffi_extended_key_gen() -> repr_c::Vec<CFr> {
-    let keys = engine::extended_keygen(&mut rand::thread_rng());
-    keys.iter().map(|&fr| CFr(fr)).collect::<Vec<_>>().into()
+    cfrs(&engine::extended_keygen(&mut rand::thread_rng()))
 }
 
 /// `[trapdoor, nullifier, secret, commitment]` determined by `seed`.
 #[ffi_export]
 pub fn ffi_seeded_extended_key_gen(seed: &repr_c::Vec<u8>) -> repr_c::Vec<CFr> {
-    let keys = engine::extended_seeded_keygen(seed);
-    keys.iter().map(|&fr| CFr(fr)).collect::<Vec<_>>().into()
+    cfrs(&engine::extended_seeded_keygen(seed))
 }
 
 /// The secret on the line through two shares.
@@ -288,12 +294,11 @@ pub fn ffi_verify_with_roots(
     roots: &repr_c::Vec<CFr>,
     x: &CFr,
 ) -> CBoolResult {
-    let checked = catch_unwind(AssertUnwindSafe(|| {
+    let checked = caught(|| {
         rln.0
             .verify_with_roots(&rln_proof.proof, &rln_proof.values, &frs(roots), &x.0)
             .map_err(|e| e.to_string())
-    }))
-    .unwrap_or_else(|_| Err("internal error (caught panic)".to_owned()));
+    });
     match checked {
         Ok(()) => CBoolResult {
             ok: true,

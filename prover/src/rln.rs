@@ -113,34 +113,30 @@ fn item<T: CanonicalDeserialize>(cursor: &mut &[u8]) -> Result<T, ProverError> {
     T::deserialize_uncompressed_unchecked(cursor).map_err(bad)
 }
 
-/// A length-prefixed list of values of at least `min_len` bytes each; a length the remaining
-/// bytes cannot hold is refused before allocating.
+/// A list's length prefix, refused (before anything is allocated for it) when the remaining
+/// bytes cannot hold that many entries of at least `min_len` bytes each; `what` names the entries.
+fn list_len(cursor: &mut &[u8], min_len: usize, what: &str) -> Result<usize, ProverError> {
+    let len: u64 = item(cursor)?;
+    usize::try_from(len)
+        .ok()
+        .filter(|&n| n <= cursor.len() / min_len.max(1))
+        .ok_or_else(|| {
+            ProverError::KeyShape(format!("arkzkey: {len} {what} in {} bytes", cursor.len()))
+        })
+}
+
+/// A length-prefixed list of values of at least `min_len` bytes each.
 fn items<T: CanonicalDeserialize>(
     cursor: &mut &[u8],
     min_len: usize,
 ) -> Result<Vec<T>, ProverError> {
-    let len: u64 = item(cursor)?;
-    let len = usize::try_from(len)
-        .ok()
-        .filter(|&n| n <= cursor.len() / min_len.max(1))
-        .ok_or_else(|| {
-            ProverError::KeyShape(format!(
-                "arkzkey: a list of {len} items in {} bytes",
-                cursor.len()
-            ))
-        })?;
+    let len = list_len(cursor, min_len, "items")?;
     (0..len).map(|_| item(cursor)).collect()
 }
 
-/// A constraint matrix: rows of (coefficient, wire).
+/// A constraint matrix: rows (each a list with its own 8-byte length) of (coefficient, wire).
 fn matrix(cursor: &mut &[u8]) -> Result<Vec<Row>, ProverError> {
-    let rows: u64 = item(cursor)?;
-    let rows = usize::try_from(rows)
-        .ok()
-        .filter(|&n| n <= cursor.len() / 8)
-        .ok_or_else(|| {
-            ProverError::KeyShape(format!("arkzkey: {rows} rows in {} bytes", cursor.len()))
-        })?;
+    let rows = list_len(cursor, 8, "rows")?;
     (0..rows)
         .map(|_| items::<(Fr, usize)>(cursor, 40))
         .collect()

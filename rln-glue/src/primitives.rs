@@ -146,10 +146,12 @@ pub fn external_nullifier(epoch: Fr, rln_identifier: Fr) -> Fr {
     hash(&[epoch, rln_identifier])
 }
 
-fn keccak(signal: &[u8]) -> [u8; 32] {
+/// Keccak-256 of `bytes` (zerokit's digest for signals and for the seed of its seeded keygen).
+#[must_use]
+pub fn keccak256(bytes: &[u8]) -> [u8; 32] {
     let mut out = [0u8; 32];
     let mut k = Keccak::v256();
-    k.update(signal);
+    k.update(bytes);
     k.finalize(&mut out);
     out
 }
@@ -158,13 +160,13 @@ fn keccak(signal: &[u8]) -> [u8; 32] {
 /// `hash_to_field_le`).
 #[must_use]
 pub fn hash_to_field_le(signal: &[u8]) -> Fr {
-    Fr::from_le_bytes_mod_order(&keccak(signal))
+    Fr::from_le_bytes_mod_order(&keccak256(signal))
 }
 
 /// Keccak-256 of `signal`, read big-endian and reduced into the field (`hash_to_field_be`).
 #[must_use]
 pub fn hash_to_field_be(signal: &[u8]) -> Fr {
-    Fr::from_be_bytes_mod_order(&keccak(signal))
+    Fr::from_be_bytes_mod_order(&keccak256(signal))
 }
 
 /// The slope of a member's line for one message: `a1 = Poseidon([secret, external_nullifier,
