@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+mod lane_rounds;
 mod poseidon;
 
 pub use poseidon::{PoseidonLanes, PoseidonRounds, MAX_WIDTH};
@@ -303,7 +304,7 @@ impl AffineLanes for Fq {
     fn add_pairs(points: &[u64], pairs: &[u32], dsts: &[u32], out: &mut [u64]) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            avx512::add_pairs_fq(points, pairs, dsts, out)
+            avx512::pairs::add_pairs_fq(points, pairs, dsts, out)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -317,7 +318,7 @@ impl AffineLanes for Fq2 {
     fn add_pairs(points: &[u64], pairs: &[u32], dsts: &[u32], out: &mut [u64]) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            avx512::add_pairs_fq2(points, pairs, dsts, out)
+            avx512::pairs::add_pairs_fq2(points, pairs, dsts, out)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {

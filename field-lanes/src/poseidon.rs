@@ -1,13 +1,14 @@
 //! Poseidon on lanes: eight permutations at once over BN254's `Fr`, in the optimised round
 //! structure the caller derived (pushed constants, sparse partial-round matrices).
 //!
-//! This module holds the constants in lane form and the safe entry point; the rounds run in the
-//! `avx512` module. The caller (the `hasher` crate's `FastPoseidon`) owns the derivation of the
+//! This module turns the constants into lane form ([`LaneRounds`]) and holds the safe entry
+//! point; the rounds run in the `avx512::poseidon` kernel. The caller (the `hasher` crate's `FastPoseidon`) owns the derivation of the
 //! constants from circomlib's parameters and hands them over as [`PoseidonRounds`], so there is
 //! one source of the round structure's constants and this crate only evaluates it.
 
 use core::marker::PhantomData;
 
+use crate::lane_rounds::LaneRounds;
 use crate::{LaneField, LanesError, Limbs, PrimeLanes, LIMBS};
 
 /// One permutation's optimised round structure, as field elements:
@@ -40,18 +41,7 @@ pub const MAX_WIDTH: usize = 16;
 /// A Poseidon permutation of width `T` in lane form, ready to run eight states at a time.
 #[derive(Debug, Clone)]
 pub struct PoseidonLanes<F, const T: usize> {
-    pub(crate) first: Vec<[Limbs; T]>,
-    pub(crate) mds: [[Limbs; T]; T],
-    pub(crate) partial: Vec<Limbs>,
-    pub(crate) sparse_row: Vec<[Limbs; T]>,
-    pub(crate) sparse_col: Vec<[Limbs; T]>,
-    pub(crate) closing: [[Limbs; T]; T],
-    pub(crate) late: Vec<[Limbs; T]>,
-    /// `2^264 mod p` (a plain integer): a lane product with it turns ark-ff's Montgomery form
-    /// (`x·2^256`) into ours (`x·2^260`).
-    pub(crate) to_lane: Limbs,
-    /// `2^256 mod p`: a lane product with it turns ours back into ark-ff's.
-    pub(crate) from_lane: Limbs,
+    rounds: LaneRounds<T>,
     field: PhantomData<F>,
 }
 
@@ -91,15 +81,17 @@ impl<F: PrimeLanes, const T: usize> PoseidonLanes<F, T> {
             });
         }
         Ok(Self {
-            first: rounds.first.iter().map(vector).collect(),
-            mds: matrix(rounds.mds),
-            partial: rounds.partial.iter().map(limbs).collect(),
-            sparse_row: rounds.sparse.iter().map(|(row, _)| vector(row)).collect(),
-            sparse_col: rounds.sparse.iter().map(|(_, col)| vector(col)).collect(),
-            closing: matrix(rounds.closing),
-            late: rounds.late.iter().map(vector).collect(),
-            to_lane: power_of_two::<F>(264),
-            from_lane: power_of_two::<F>(256),
+            rounds: LaneRounds {
+                first: rounds.first.iter().map(vector).collect(),
+                mds: matrix(rounds.mds),
+                partial: rounds.partial.iter().map(limbs).collect(),
+                sparse_row: rounds.sparse.iter().map(|(row, _)| vector(row)).collect(),
+                sparse_col: rounds.sparse.iter().map(|(_, col)| vector(col)).collect(),
+                closing: matrix(rounds.closing),
+                late: rounds.late.iter().map(vector).collect(),
+                to_lane: power_of_two::<F>(264),
+                from_lane: power_of_two::<F>(256),
+            },
             field: PhantomData,
         })
     }
@@ -112,7 +104,7 @@ impl<F: PrimeLanes, const T: usize> PoseidonLanes<F, T> {
     pub fn permute_first(&self, states: &[[F; T]], out: &mut [F]) -> bool {
         #[cfg(target_arch = "x86_64")]
         {
-            crate::avx512::permute_first(self, states, out)
+            crate::avx512::poseidon::permute_first(&self.rounds, states, out)
         }
         #[cfg(not(target_arch = "x86_64"))]
         {

@@ -1,0 +1,23 @@
+//! A Poseidon permutation's optimised round structure in lane form: the constants the
+//! `avx512::poseidon` kernel evaluates, built by [`PoseidonLanes::new`](crate::PoseidonLanes::new).
+//! Plain data, so the kernel and the safe type that owns it need not know each other.
+
+use crate::Limbs;
+
+/// The constants of [`PoseidonRounds`](crate::PoseidonRounds), each element as five 52-bit
+/// limbs of its lane form.
+#[derive(Debug, Clone)]
+pub(crate) struct LaneRounds<const T: usize> {
+    pub(crate) first: Vec<[Limbs; T]>,
+    pub(crate) mds: [[Limbs; T]; T],
+    pub(crate) partial: Vec<Limbs>,
+    pub(crate) sparse_row: Vec<[Limbs; T]>,
+    pub(crate) sparse_col: Vec<[Limbs; T]>,
+    pub(crate) closing: [[Limbs; T]; T],
+    pub(crate) late: Vec<[Limbs; T]>,
+    /// `2^264 mod p` (a plain integer): a lane product with it turns ark-ff's Montgomery form
+    /// (`x·2^256`) into ours (`x·2^260`).
+    pub(crate) to_lane: Limbs,
+    /// `2^256 mod p`: a lane product with it turns ours back into ark-ff's.
+    pub(crate) from_lane: Limbs,
+}
