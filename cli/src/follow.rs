@@ -13,7 +13,7 @@ use tree_engines::{DbConfig, SharedDbTree};
 use crate::config::CanopyConfig;
 use crate::events::fr_hex;
 use crate::ops::Tree;
-use crate::serve::AppState;
+use crate::server::AppState;
 use crate::shutdown::Shutdown;
 use crate::status::SyncStatus;
 use crate::{CliError, Output};
@@ -100,7 +100,7 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
             ));
             let shutdown = shutdown.clone();
             tokio::spawn(async move {
-                if let Err(e) = crate::serve::serve(listen, app, shutdown).await {
+                if let Err(e) = crate::server::serve(listen, app, shutdown).await {
                     tracing::error!("server: {e}");
                 }
             });
@@ -119,7 +119,7 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
                 let mut last_error = String::from("none");
                 let ended = {
                     let until_target = async {
-                        let mut backoff = Duration::from_millis(retry.initial_backoff_ms.max(1));
+                        let mut backoff = follower::Backoff::new(&retry);
                         loop {
                             match follower.step().await {
                                 Ok(outcome) => {
@@ -134,9 +134,7 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
                                 Err(e) if e.is_transient() => {
                                     on_step(Err(&e));
                                     last_error = e.to_string();
-                                    tokio::time::sleep(backoff).await;
-                                    backoff = (backoff * 2)
-                                        .min(Duration::from_millis(retry.max_backoff_ms.max(1)));
+                                    tokio::time::sleep(backoff.next_wait()).await;
                                 }
                                 Err(e) => return Err(e),
                             }

@@ -1,4 +1,7 @@
-//! `canopy`: a membership tree on an embedded sled database, driven like an RLN node drives it.
+//! `canopy`: the off-chain mirror of an RLN membership contract (WakuRlnV2's LazyIMT), on an
+//! embedded sled or redb database: it follows the contract (`follow`), answers its views to RLN
+//! clients over Ethereum JSON-RPC and HTTP (`follow --serve`, `serve`), and verifies RLN proofs
+//! (`verify`).
 //!
 //! `canopy demo` plays a membership contract end to end; `init`, `apply`, `root`, `proof`,
 //! `rewind`, `export`, `import` and `check` are the operator's tools. Human-readable output by
@@ -11,6 +14,7 @@ mod follow;
 mod ops;
 mod progress;
 mod serve;
+mod server;
 mod shutdown;
 mod status;
 mod telemetry;
@@ -31,7 +35,7 @@ use crate::config::{CanopyConfig, ColorChoice, LogFormat};
 #[command(
     name = "canopy",
     version,
-    about = "Canopy membership trees on an embedded sled database"
+    about = "Canopy: the off-chain mirror of an RLN membership contract (WakuRlnV2) on sled or redb: follow it, serve its views over JSON-RPC and HTTP, verify RLN proofs"
 )]
 struct Cli {
     /// Print results as one JSON object.

@@ -28,11 +28,7 @@ pub fn open(db: &Path) -> Result<Tree, CliError> {
 /// database's bare number).
 #[must_use]
 pub fn last_block(tree: &Tree) -> Option<u64> {
-    let metadata = tree.metadata().ok()?;
-    BlockMeta::decode(&metadata)
-        .ok()
-        .flatten()
-        .map(|m| m.number)
+    follower::read_block(tree).ok().flatten().map(|m| m.number)
 }
 
 /// Blocks land with their checkpoint in one batch; a database written otherwise (blocks applied

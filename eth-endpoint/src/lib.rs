@@ -42,7 +42,6 @@ use follower::{BlockMeta, ChainClient, FollowedTree};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use tree_core::MerkleTree;
 
 use crate::call::{local_call, BlockTag};
 
@@ -233,20 +232,21 @@ impl Endpoint {
             ),
             Value::Array(items) => {
                 let answers =
-                    futures::future::join_all(items.iter().map(|item| self.one(item))).await;
+                    futures::future::join_all(items.iter().map(|item| self.answer_item(item)))
+                        .await;
                 let answers: Vec<Value> = answers.into_iter().flatten().collect();
                 if answers.is_empty() {
                     return None;
                 }
                 Value::Array(answers)
             }
-            single => self.one(&single).await?,
+            single => self.answer_item(&single).await?,
         };
         Some(encode(&answer))
     }
 
     /// One request's answer (`None` for a notification).
-    async fn one(&self, request: &Value) -> Option<Value> {
+    async fn answer_item(&self, request: &Value) -> Option<Value> {
         let started = Instant::now();
         let id = request.get("id").cloned();
         let (answer, method, source) = self.dispatch(request).await;
@@ -281,17 +281,16 @@ impl Endpoint {
             let e = error(&id, -32602, "invalid params: an array or an object");
             return (e, method.to_owned(), Source::Refused);
         }
-        if let Some(result) = self.local(method, &params) {
+        if let Some(result) = self.local_answer(method, &params) {
             let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
             return (answer, method.to_owned(), Source::Local);
         }
         if !self.config.forward.iter().any(|m| m == method) {
-            let e = error(
-                &id,
-                -32601,
-                &format!("the method {method} does not exist/is not available"),
+            return (
+                method_not_found(&id, method),
+                method.to_owned(),
+                Source::Refused,
             );
-            return (e, method.to_owned(), Source::Refused);
         }
         (
             self.forward(&id, method, &params).await,
@@ -301,7 +300,7 @@ impl Endpoint {
     }
 
     /// The mirror's own answer, when it has one.
-    fn local(&self, method: &str, params: &Value) -> Option<Value> {
+    fn local_answer(&self, method: &str, params: &Value) -> Option<Value> {
         match method {
             "eth_chainId" => {
                 let chain = self
@@ -337,11 +336,7 @@ impl Endpoint {
 
     async fn forward(&self, id: &Value, method: &str, params: &Value) -> Value {
         let Some(client) = &self.client else {
-            return error(
-                id,
-                -32601,
-                &format!("the method {method} does not exist/is not available"),
-            );
+            return method_not_found(id, method);
         };
         let raw = match RawValue::from_string(params.to_string()) {
             Ok(raw) => raw,
@@ -365,9 +360,18 @@ impl Endpoint {
     }
 }
 
-/// The block the tree holds, from its metadata.
+/// The block the tree holds; unreadable metadata is no block, so nothing is answered locally.
 fn block_of(tree: &tree_engines::DbTree<hasher::PoseidonHasher>) -> Option<BlockMeta> {
-    BlockMeta::decode(&tree.metadata().ok()?).ok().flatten()
+    follower::read_block(tree).ok().flatten()
+}
+
+/// `-32601`, in geth's words: what a method the endpoint neither answers nor forwards gets.
+fn method_not_found(id: &Value, method: &str) -> Value {
+    error(
+        id,
+        -32601,
+        &format!("the method {method} does not exist/is not available"),
+    )
 }
 
 fn error(id: &Value, code: i64, message: &str) -> Value {

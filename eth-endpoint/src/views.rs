@@ -9,7 +9,7 @@
 
 use alloy::primitives::{Bytes, U256};
 use alloy::sol_types::SolCall;
-use follower::profile::{canonical, to_u256, IMembershipSet as C};
+use follower::profile::{canonical, to_u256, IMembershipSet as Views};
 use follower::{membership_info, BlockMeta, HISTORY_SIZE};
 use hasher::{Fr, PoseidonHasher};
 use tree_core::MerkleTree;
@@ -25,21 +25,21 @@ pub const MAX_LOCAL_PAGE: u64 = 10_000;
 pub fn answer(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, data: &[u8]) -> Option<Bytes> {
     let selector: [u8; 4] = data.get(..4)?.try_into().ok()?;
     let encoded = match selector {
-        C::rootCall::SELECTOR => {
-            exact::<C::rootCall>(data)?;
-            C::rootCall::abi_encode_returns(&to_u256(&tree.root()))
+        Views::rootCall::SELECTOR => {
+            canonical_call::<Views::rootCall>(data)?;
+            Views::rootCall::abi_encode_returns(&to_u256(&tree.root()))
         }
-        C::nextFreeIndexCall::SELECTOR => {
-            exact::<C::nextFreeIndexCall>(data)?;
+        Views::nextFreeIndexCall::SELECTOR => {
+            canonical_call::<Views::nextFreeIndexCall>(data)?;
             let next = u32::try_from(tree.next_index()).ok()?;
-            C::nextFreeIndexCall::abi_encode_returns(&next)
+            Views::nextFreeIndexCall::abi_encode_returns(&next)
         }
-        C::MERKLE_TREE_DEPTHCall::SELECTOR => {
-            exact::<C::MERKLE_TREE_DEPTHCall>(data)?;
-            C::MERKLE_TREE_DEPTHCall::abi_encode_returns(&tree.depth().get())
+        Views::MERKLE_TREE_DEPTHCall::SELECTOR => {
+            canonical_call::<Views::MERKLE_TREE_DEPTHCall>(data)?;
+            Views::MERKLE_TREE_DEPTHCall::abi_encode_returns(&tree.depth().get())
         }
-        C::getMerkleProofCall::SELECTOR => {
-            let call = exact::<C::getMerkleProofCall>(data)?;
+        Views::getMerkleProofCall::SELECTOR => {
+            let call = canonical_call::<Views::getMerkleProofCall>(data)?;
             let index: u64 = call.index.to();
             // Past the capacity the contract reverts ("index out of range").
             if index >= tree.capacity() {
@@ -53,10 +53,10 @@ pub fn answer(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, data: &[u8]) -> O
                 .collect::<Vec<_>>()
                 .try_into()
                 .ok()?;
-            C::getMerkleProofCall::abi_encode_returns(&path)
+            Views::getMerkleProofCall::abi_encode_returns(&path)
         }
-        C::getRateCommitmentsInRangeBoundsInclusiveCall::SELECTOR => {
-            let call = exact::<C::getRateCommitmentsInRangeBoundsInclusiveCall>(data)?;
+        Views::getRateCommitmentsInRangeBoundsInclusiveCall::SELECTOR => {
+            let call = canonical_call::<Views::getRateCommitmentsInRangeBoundsInclusiveCall>(data)?;
             let (start, end) = (u64::from(call.startIndex), u64::from(call.endIndex));
             // InvalidPaginationQuery(start, end): the node's revert, with its own data.
             if start > end || end >= tree.next_index() || end - start + 1 > MAX_LOCAL_PAGE {
@@ -66,42 +66,42 @@ pub fn answer(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, data: &[u8]) -> O
                 .map(|i| tree.get(i).map(|leaf| to_u256(&leaf)))
                 .collect::<Result<Vec<_>, _>>()
                 .ok()?;
-            C::getRateCommitmentsInRangeBoundsInclusiveCall::abi_encode_returns(&leaves)
+            Views::getRateCommitmentsInRangeBoundsInclusiveCall::abi_encode_returns(&leaves)
         }
-        C::HISTORY_SIZECall::SELECTOR => {
-            exact::<C::HISTORY_SIZECall>(data)?;
+        Views::HISTORY_SIZECall::SELECTOR => {
+            canonical_call::<Views::HISTORY_SIZECall>(data)?;
             meta.roots?;
-            C::HISTORY_SIZECall::abi_encode_returns(&u8::try_from(HISTORY_SIZE).ok()?)
+            Views::HISTORY_SIZECall::abi_encode_returns(&u8::try_from(HISTORY_SIZE).ok()?)
         }
-        C::getRecentRootsCall::SELECTOR => {
-            exact::<C::getRecentRootsCall>(data)?;
+        Views::getRecentRootsCall::SELECTOR => {
+            canonical_call::<Views::getRecentRootsCall>(data)?;
             let recent = meta.roots?.recent_roots().map(|r| to_u256(&r));
-            C::getRecentRootsCall::abi_encode_returns(&recent)
+            Views::getRecentRootsCall::abi_encode_returns(&recent)
         }
-        C::getRootAtCall::SELECTOR => {
-            let call = exact::<C::getRootAtCall>(data)?;
+        Views::getRootAtCall::SELECTOR => {
+            let call = canonical_call::<Views::getRootAtCall>(data)?;
             // "Out of range", "No roots yet": the node's reverts.
             let root = meta.roots?.root_at(call.position).ok()?;
-            C::getRootAtCall::abi_encode_returns(&to_u256(&root))
+            Views::getRootAtCall::abi_encode_returns(&to_u256(&root))
         }
-        C::isInMembershipSetCall::SELECTOR => {
-            let call = exact::<C::isInMembershipSetCall>(data)?;
+        Views::isInMembershipSetCall::SELECTOR => {
+            let call = canonical_call::<Views::isInMembershipSetCall>(data)?;
             let (_, _, leaf) = member(tree, meta, call.idCommitment)?;
-            C::isInMembershipSetCall::abi_encode_returns(&(leaf != Fr::from(0u64)))
+            Views::isInMembershipSetCall::abi_encode_returns(&(leaf != Fr::from(0u64)))
         }
-        C::getMembershipInfoCall::SELECTOR => {
-            let call = exact::<C::getMembershipInfoCall>(data)?;
+        Views::getMembershipInfoCall::SELECTOR => {
+            let call = canonical_call::<Views::getMembershipInfoCall>(data)?;
             let (rate_limit, index, leaf) = member(tree, meta, call.idCommitment)?;
-            C::getMembershipInfoCall::abi_encode_returns(&C::getMembershipInfoReturn {
+            Views::getMembershipInfoCall::abi_encode_returns(&Views::getMembershipInfoReturn {
                 _0: rate_limit,
                 _1: index,
                 _2: to_u256(&leaf),
             })
         }
-        C::deployedBlockNumberCall::SELECTOR => {
-            exact::<C::deployedBlockNumberCall>(data)?;
+        Views::deployedBlockNumberCall::SELECTOR => {
+            canonical_call::<Views::deployedBlockNumberCall>(data)?;
             let deployed = u32::try_from(meta.members_from?).ok()?;
-            C::deployedBlockNumberCall::abi_encode_returns(&deployed)
+            Views::deployedBlockNumberCall::abi_encode_returns(&deployed)
         }
         _ => return None,
     };
@@ -121,7 +121,7 @@ fn member(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, id: U256) -> Option<(
 /// The call `data` encodes, when it is its one canonical encoding: no extra or missing bytes,
 /// no dirty high bits in a short integer (the contract would answer those differently, or
 /// revert).
-fn exact<T: SolCall>(data: &[u8]) -> Option<T> {
+fn canonical_call<T: SolCall>(data: &[u8]) -> Option<T> {
     let call = T::abi_decode_validate(data).ok()?;
     (call.abi_encode() == data).then_some(call)
 }

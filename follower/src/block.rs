@@ -4,7 +4,7 @@
 use alloy::primitives::{Address, B256};
 use hasher::{Fr, PoseidonHasher};
 use tree_core::UpdateBatch;
-use tree_engines::SharedDbTree as SharedTree;
+use tree_engines::{DbTree, SharedDbTree as SharedTree};
 
 use crate::members::{member_key, MemberInfo};
 use crate::roots::{RootHistory, HISTORY_SIZE};
@@ -386,13 +386,22 @@ pub fn fr_hex(value: &Fr) -> String {
     format!("{:#066x}", crate::profile::to_u256(value))
 }
 
-/// The last block a tree holds, from its metadata.
+/// The last block a tree holds, from its metadata: the one reading of it that the follower, the
+/// server, the JSON-RPC endpoint and every command share (`None` before the first block).
 ///
 /// # Errors
 /// Damaged metadata, store errors.
-pub fn last_block(tree: &SharedTree<PoseidonHasher>) -> Result<Option<BlockMeta>, FollowError> {
-    let bytes = tree.read(tree_core::MerkleTree::metadata)?;
+pub fn read_block(tree: &DbTree<PoseidonHasher>) -> Result<Option<BlockMeta>, FollowError> {
+    let bytes = tree_core::MerkleTree::metadata(tree)?;
     BlockMeta::decode(&bytes)
+}
+
+/// [`read_block`] of a shared tree, under its read lock.
+///
+/// # Errors
+/// As [`read_block`].
+pub fn last_block(tree: &SharedTree<PoseidonHasher>) -> Result<Option<BlockMeta>, FollowError> {
+    tree.read(read_block)
 }
 
 #[cfg(test)]

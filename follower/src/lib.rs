@@ -33,8 +33,10 @@
 //! # Ok(()) }
 //! ```
 
+mod backoff;
 pub mod block;
 mod calls;
+mod config;
 mod error;
 mod follower;
 pub mod members;
@@ -43,11 +45,14 @@ pub mod profile;
 pub mod roots;
 pub mod rpc;
 
-pub use block::{commit_block, BlockChanges, BlockMeta, ChainBinding, CommitError};
+pub use backoff::Backoff;
+pub use block::{
+    commit_block, last_block, read_block, BlockChanges, BlockMeta, ChainBinding, CommitError,
+};
+pub use config::{FollowerConfig, LogRangeConfig, RootCheck, SyncMode};
 pub use error::FollowError;
 pub use follower::{
-    contract_root, followed_contract, FollowStats, FollowedTree, Follower, FollowerConfig,
-    LogRangeConfig, RootCheck, StepOutcome, SyncMode,
+    contract_root, followed_contract, FollowStats, FollowedTree, Follower, StepOutcome,
 };
 pub use members::{member, member_key, membership_info, MemberInfo};
 pub use profile::{ContractProfile, LeafRule, MembershipEvent};

@@ -34,7 +34,7 @@ use crate::poseidon::{fr_from_le_bytes, fr_to_le_bytes, poseidon_light, Fr, Pose
 use crate::{DecodeError, DigestCodec, Hasher};
 
 /// How many permutations [`PoseidonHasher::hash_level`] interleaves. Measured with
-/// `cargo bench -p hasher --bench hash_pair -- interleave` (README, "Hashing"): on this
+/// `cargo bench -p hasher --bench hash_pair -- interleave` (docs/benchmarks.md, "Hashing"): on this
 /// project's 2-core AMD EPYC, widths 1–8 are within 3% of each other (ark-ff's 4-limb
 /// Montgomery multiplication already keeps the pipeline busy), so the simplest wins. Re-measure
 /// on a wider core before raising it.
@@ -417,7 +417,7 @@ impl<const T: usize> FastPoseidon<T> {
 /// The smallest batch [`FastPoseidon::permute_first_many`] runs on lanes: a lane kernel run
 /// costs the same for one state as for eight, and one lane run (eight permutations) costs a
 /// little more than one scalar permutation, so lanes pay from two states on (measured with
-/// `cargo bench -p hasher --bench hash_pair -- lanes`, README "Hashing").
+/// `cargo bench -p hasher --bench hash_pair -- lanes`, docs/benchmarks.md "Hashing").
 pub const LANE_MIN_BATCH: usize = 2;
 
 /// Which arithmetic batches use: 0 Auto, 1 Portable, 2 Ifma (checked when set).

@@ -11,7 +11,7 @@ use hasher::{Digest, Hasher};
 use crate::Depth;
 
 /// The default `min_parallel_nodes`, from the tree-bench `tune` sweep on this project's 2-core
-/// machine with Poseidon on IFMA lanes (README, "Tuning"): 32 is the best overall threshold for
+/// machine with Poseidon on IFMA lanes (docs/benchmarks.md, "Tuning"): 32 is the best overall threshold for
 /// both in-memory trees at depth 20; 1 now costs 45% on `set`/`delete` (a lone parent sent to
 /// rayon costs more than its hash), and from 128 up the lower levels of a 2^10 `set_range` run
 /// sequentially (1.5 → 2.7 ms). A level splits into chunks of whole lane batches

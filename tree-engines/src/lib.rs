@@ -19,6 +19,30 @@
 //! assert_eq!((tree.store().engine(), tree.next_index()), (Engine::Redb, 1));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! A block of leaves and its checkpoint in one commit, a proof, and a rewind (the README's
+//! "embed a tree in Rust"):
+//!
+//! ```
+//! use hasher::{Fr, PoseidonHasher};
+//! use tree_core::{Depth, History, MerkleTree, UpdateBatch};
+//! use tree_engines::{DbConfig, DbTree};
+//!
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("members-db");
+//! let mut tree = DbTree::<PoseidonHasher>::open(&DbConfig::new(&path), Depth::new(20)?)?;
+//! let mut block = UpdateBatch::new();
+//! block.set_range(0, [Fr::from(1u64), Fr::from(2u64)]);
+//! tree.apply_checkpointed(block, 1)?; // leaves, nodes and checkpoint 1: one commit
+//! let proof = tree.proof(1)?; // the same proof zerokit's trees give
+//! assert_eq!(proof.path_elements().len(), 20);
+//! let mut next = UpdateBatch::new();
+//! next.set(2, Fr::from(3u64));
+//! tree.apply_checkpointed(next, 2)?;
+//! tree.rewind_to(1)?; // a reorg: back to block 1's state
+//! assert_eq!(tree.next_index(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::path::{Path, PathBuf};
 

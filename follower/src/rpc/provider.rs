@@ -36,9 +36,10 @@ pub struct ProviderHealth {
 
 /// One provider.
 #[derive(Debug)]
-pub(crate) struct Endpoint {
+pub(crate) struct Provider {
     pub(crate) name: String,
-    pub(crate) provider: RootProvider,
+    /// Its alloy client.
+    pub(crate) alloy: RootProvider,
     eip1898: AtomicBool,
     requests: AtomicU64,
     errors: AtomicU64,
@@ -49,7 +50,7 @@ pub(crate) struct Endpoint {
     last_error: Mutex<Option<String>>,
 }
 
-impl Endpoint {
+impl Provider {
     /// A provider at `url`, its requests timing out after `timeout`.
     pub(crate) fn new(url: url::Url, timeout: Duration) -> Result<Self, FollowError> {
         let http = reqwest::Client::builder()
@@ -59,7 +60,7 @@ impl Endpoint {
         let name = display_name(&url);
         Ok(Self {
             name,
-            provider: RootProvider::new(RpcClient::new_http_with_client(http, url)),
+            alloy: RootProvider::new(RpcClient::new_http_with_client(http, url)),
             eip1898: AtomicBool::new(true),
             requests: AtomicU64::new(0),
             errors: AtomicU64::new(0),
