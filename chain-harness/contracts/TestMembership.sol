@@ -3,7 +3,8 @@ pragma solidity ^0.8.24;
 
 // A membership contract for Canopy's chain tests. Its tree, events and views follow WakuRlnV2
 // (waku-org/waku-rlnv2-contract): a zk-kit LazyIMT of depth 20 whose leaves are
-// PoseidonT3(idCommitment, rateLimit), built on the same npm libraries. Deposits, prices and
+// PoseidonT3(idCommitment, rateLimit), built on the same libraries from npm (zk-kit's LazyIMT as
+// `@zk-kit/lazy-imt.sol`, with the `merkleProofElements` WakuRlnV2's `getMerkleProof` calls). Deposits, prices and
 // expiry timers are left out: they never touch the tree. Erasure, as in WakuRlnV2, is lazy
 // (the leaf stays until its index is reused) or full (the leaf is set to 0), and both emit the
 // same event; freed indices are reused last-in first-out. The root history is the newest
@@ -11,7 +12,7 @@ pragma solidity ^0.8.24;
 // of every full-erasure call that erased anything, never for lazy erasures, duplicates kept;
 // `getRecentRoots()`, `getRootAt(uint8)`, `getMembershipInfo` and `isInMembershipSet` as there.
 
-import {InternalLazyIMT, LazyIMTData} from "@zk-kit/imt.sol/internal/InternalLazyIMT.sol";
+import {InternalLazyIMT, LazyIMTData} from "@zk-kit/lazy-imt.sol/InternalLazyIMT.sol";
 import {PoseidonT3} from "poseidon-solidity/PoseidonT3.sol";
 
 contract TestMembership {
@@ -164,38 +165,12 @@ contract TestMembership {
         return rateCommitments;
     }
 
-    /// The Merkle proof of `index` (siblings from the leaf up), computed from LazyIMT's stored
-    /// elements: a sibling is a stored complete node, the partial node on the path of the last
-    /// leaf (computed as LazyIMT's root does), or an empty subtree's zero value.
+    /// The Merkle proof of `index` (siblings from the leaf up), as WakuRlnV2 gives it: zk-kit's
+    /// `merkleProofElements`, which reverts "LazyIMT: leaf must exist" from `nextFreeIndex()` on.
     function getMerkleProof(uint40 index) public view returns (uint256[MERKLE_TREE_DEPTH] memory proof) {
-        uint40 n = merkleTree.numberOfLeaves;
-        require(index < MAX_MEMBERSHIP_SET_SIZE, "index out of range");
-        uint256[MERKLE_TREE_DEPTH + 1] memory lastPath;
-        if (n > 0) {
-            uint40 last = n - 1;
-            lastPath[0] = merkleTree.elements[InternalLazyIMT._indexForElement(0, last)];
-            for (uint8 i = 0; i < MERKLE_TREE_DEPTH; i++) {
-                uint40 node = last >> i;
-                uint40 complete = n >> (i + 1);
-                if (complete > node >> 1) {
-                    lastPath[i + 1] = merkleTree.elements[InternalLazyIMT._indexForElement(i + 1, node >> 1)];
-                } else if (node & 1 == 0) {
-                    lastPath[i + 1] = PoseidonT3.hash([lastPath[i], InternalLazyIMT._defaultZero(i)]);
-                } else {
-                    uint256 left = merkleTree.elements[InternalLazyIMT._indexForElement(i, node - 1)];
-                    lastPath[i + 1] = PoseidonT3.hash([left, lastPath[i]]);
-                }
-            }
-        }
+        uint256[] memory elements = InternalLazyIMT._merkleProofElements(merkleTree, index, MERKLE_TREE_DEPTH);
         for (uint8 i = 0; i < MERKLE_TREE_DEPTH; i++) {
-            uint40 sibling = (index >> i) ^ 1;
-            if (sibling < (n >> i)) {
-                proof[i] = merkleTree.elements[InternalLazyIMT._indexForElement(i, sibling)];
-            } else if (n > 0 && sibling == (n - 1) >> i) {
-                proof[i] = lastPath[i];
-            } else {
-                proof[i] = InternalLazyIMT._defaultZero(i);
-            }
+            proof[i] = elements[i];
         }
     }
 

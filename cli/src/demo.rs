@@ -1,5 +1,6 @@
 //! `canopy demo`: a membership contract played against an embedded sled tree.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -68,7 +69,8 @@ pub fn run(
     let mut log = Vec::new();
     let mut say = |line: String| {
         if !json {
-            println!("{line}");
+            // A reader that went away (`canopy demo | head`) is not a failure of the demo.
+            let _ = writeln!(std::io::stdout(), "{line}");
         }
         log.push(line);
     };

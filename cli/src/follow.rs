@@ -60,6 +60,24 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
     let depth = Depth::new(follower_config.profile.depth)
         .map_err(|e| CliError::Config(format!("follower.profile.depth: {e}")))?;
     let db = DbConfig::new(&config.db);
+    let runtime = crate::serve::runtime(&config.db)?;
+    // Before any work (the database is not even opened): an address that is taken or a bad
+    // server setting stops the follower here, rather than leaving it following with no server.
+    let bound = match config.listen {
+        Some(listen) => {
+            let (deadline, timeout) = (
+                config.jsonrpc.forward_deadline_ms,
+                config.server.request_timeout_ms,
+            );
+            if deadline >= timeout {
+                return Err(CliError::Config(format!(
+                    "jsonrpc.forward_deadline_ms ({deadline}) must be below server.request_timeout_ms ({timeout}): a forwarded item that times out answers in its own slot only then"
+                )));
+            }
+            Some(runtime.block_on(crate::server::bind(listen, &config.server))?)
+        }
+        None => None,
+    };
     let tree = match Tree::open_existing(&db) {
         Err(PersistentTreeError::NotATree) => Tree::open(&db, depth)?,
         other => other?,
@@ -73,13 +91,12 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
     let head = Arc::new(eth_endpoint::HeadView::default());
     let mut follower =
         Follower::new(client, follower_config, shared.clone()).map_err(CliError::from)?;
-    let runtime = crate::serve::runtime(&config.db)?;
     let summary_every = Duration::from_secs(config.log.summary_interval_secs.max(1));
     let human_progress = config.log.format == crate::config::LogFormat::Text;
     let result = runtime.block_on(async {
         let shutdown = Shutdown::install(Duration::from_millis(config.server.shutdown_timeout_ms))
             .map_err(|e| CliError::Usage(format!("signal handlers: {e}")))?;
-        if let Some(listen) = config.listen {
+        if let Some(bound) = bound {
             let endpoint = eth_endpoint::Endpoint::new(
                 shared.clone(),
                 Some(follower.client().clone()),
@@ -100,7 +117,7 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
             ));
             let shutdown = shutdown.clone();
             tokio::spawn(async move {
-                if let Err(e) = crate::server::serve(listen, app, shutdown).await {
+                if let Err(e) = crate::server::serve(bound, app, shutdown).await {
                     tracing::error!("server: {e}");
                 }
             });

@@ -558,6 +558,7 @@ fn main() -> ExitCode {
 }
 
 fn fail(e: &CliError) -> ExitCode {
-    eprintln!("error: {e}");
+    // A closed stderr is no reason to panic: the exit status still says it.
+    let _ = writeln!(std::io::stderr(), "error: {e}");
     ExitCode::from(e.exit_code())
 }

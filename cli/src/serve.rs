@@ -12,7 +12,7 @@ use tree_engines::SharedDbTree;
 use crate::config::CanopyConfig;
 use crate::events::read_blocks_from;
 use crate::ops::{apply_block_shared, last_block, open, repair_checkpoint};
-use crate::server::{serve, AppState, ServedTree};
+use crate::server::{bind, serve, AppState, ServedTree};
 use crate::shutdown::Shutdown;
 use crate::status::SyncStatus;
 use crate::{CliError, Output};
@@ -27,6 +27,10 @@ pub fn run(config: &CanopyConfig, events: Option<PathBuf>) -> Result<Output, Cli
     let listen = config
         .listen
         .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8645)));
+    let runtime = runtime(&db)?;
+    // Before any work (the database is not even opened): an address that is taken or a bad
+    // setting stops us here.
+    let bound = runtime.block_on(bind(listen, &config.server))?;
     let mut tree = open(&db)?;
     repair_checkpoint(&mut tree)?;
     let shared: ServedTree = Arc::new(SharedDbTree::new(tree));
@@ -51,14 +55,13 @@ pub fn run(config: &CanopyConfig, events: Option<PathBuf>) -> Result<Output, Cli
         });
     }
     let metrics = crate::telemetry::init_metrics().map_err(CliError::Usage)?;
-    let runtime = runtime(&db)?;
     let status = Arc::new(SyncStatus::serving());
     let app = AppState::new(shared.clone(), status, config.server.clone(), Some(metrics));
     let server_config = config.server.clone();
     runtime.block_on(async move {
         let shutdown = Shutdown::install(Duration::from_millis(server_config.shutdown_timeout_ms))
             .map_err(|e| CliError::Usage(format!("signal handlers: {e}")))?;
-        serve(listen, app, shutdown).await
+        serve(bound, app, shutdown).await
     })?;
     shared.read(|t| t.flush()).map_err(CliError::from)?;
     Ok(Output {

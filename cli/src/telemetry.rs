@@ -20,6 +20,9 @@ pub fn init_logs(format: LogFormat, color: bool) {
     let builder = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(color && format == LogFormat::Text)
+        // A closed stderr (`canopy follow 2>&1 | head`) loses the lines, nothing more: the
+        // subscriber would otherwise report each failed write with `eprintln!`, which panics.
+        .log_internal_errors(false)
         .with_env_filter(filter);
     match format {
         LogFormat::Text => builder.init(),

@@ -483,3 +483,124 @@ fn verify_checks_a_file_of_proofs_in_batches() {
         "verifying key",
     );
 }
+
+/// `follow --serve` and `serve` on an address that is taken, or with a server setting that is
+/// invalid, stop before any work: status 2 and one clear line, no following without a server.
+#[test]
+fn a_server_that_cannot_start_stops_the_command_at_once() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = db.to_str().unwrap();
+    // No node listens on port 1: without the check at start the follower would retry until
+    // its deadline (status 3) instead.
+    let follow = |extra: &[&str]| {
+        let mut args = vec![
+            "follow",
+            "--rpc",
+            "http://127.0.0.1:1",
+            "--contract",
+            "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+            "--db",
+            db,
+            "--once",
+            "--once-timeout",
+            "20",
+        ];
+        args.extend_from_slice(extra);
+        let started = std::time::Instant::now();
+        let out = canopy(&args);
+        (out, started.elapsed())
+    };
+    let (out, took) = follow(&["--serve", &address]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .unwrap_or("")
+            .starts_with(&format!("error: cannot listen on {address}")),
+        "{stderr}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "stopped only after {took:?}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let config = dir.path().join("canopy.toml");
+    write(
+        &config,
+        "[server]\ncors_origins = [\"http://bad\\u0001origin\"]\n",
+    );
+    let (out, _) = follow(&[
+        "--serve",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is not an origin"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening on"));
+
+    write(&config, "[jsonrpc]\nforward_deadline_ms = 10000\n");
+    let (out, _) = follow(&[
+        "--serve",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("jsonrpc.forward_deadline_ms (10000) must be below"),
+        "{stderr}"
+    );
+
+    ok_json(&["init", "--db", db, "--depth", "20"]);
+    let out = canopy(&["serve", "--db", db, "--listen", &address]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .unwrap_or("")
+            .starts_with(&format!("error: cannot listen on {address}")),
+        "{stderr}"
+    );
+    drop(taken);
+}
+
+/// A log reader that goes away (`canopy follow … 2>&1 | head`) costs the lines, not a panic:
+/// the command ends as it would have (here: its `--once` deadline, status 3).
+#[test]
+fn a_closed_log_pipe_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
+        .args([
+            "follow",
+            "--rpc",
+            "http://127.0.0.1:1",
+            "--contract",
+            "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+            "--db",
+            db.to_str().unwrap(),
+            "--once",
+            "--once-timeout",
+            "2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both pipes closed before the first line: every write fails with EPIPE.
+    drop(child.stderr.take());
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "{status:?}");
+}

@@ -92,7 +92,7 @@ fn view_calls(members: u64, workload: &Workload, rng: &mut rand::rngs::StdRng) -
             index: alloy::primitives::Uint::from(any(rng)),
         }
         .abi_encode(),
-        // Past the capacity: reverts ("index out of range").
+        // Past the capacity: reverts ("LazyIMT: leaf must exist", as from nextFreeIndex() on).
         C::getMerkleProofCall {
             index: alloy::primitives::Uint::from((1u64 << 20) + any(rng)),
         }
@@ -596,6 +596,23 @@ async fn canopy_answers_eth_calls_exactly_as_the_node() {
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
     let answer = ask(canopy, json!({"id": 1, "method": "eth_chainId"})).await;
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    // What is no request object is no notification: -32600 with id null, one per batch item
+    // (JSON-RPC 2.0), never an empty 204.
+    let answer = ask(canopy, json!([1, 2])).await;
+    assert_eq!(answer.as_array().map(Vec::len), Some(2), "{answer}");
+    for item in answer.as_array().into_iter().flatten() {
+        assert_eq!(item["error"]["code"], -32600, "{answer}");
+        assert_eq!(item["id"], Value::Null, "{answer}");
+    }
+    for body in [
+        json!(1),
+        json!({"jsonrpc": "2.0", "method": 5}),
+        json!({"jsonrpc": "2.0", "id": [1], "method": "eth_chainId"}),
+    ] {
+        let answer = ask(canopy, body.clone()).await;
+        assert_eq!(answer["error"]["code"], -32600, "{body}: {answer}");
+        assert_eq!(answer["id"], Value::Null, "{body}: {answer}");
+    }
     // A body over server.max_jsonrpc_body_bytes (256 KiB by default) is refused with 413, from
     // its announced length (a 300 KiB body actually sent would race the server's early close).
     let (status, body) = blocking(move || http_announcing(canopy, "POST", "/", 300 * 1024)).await;

@@ -1,8 +1,11 @@
 //! An `eth_call` as clients write it, reduced to what decides whether the mirror may answer:
-//! the target, the calldata and the block. Anything that could change the node's answer (a
-//! value, gas or fee fields, state overrides, unknown fields) makes the call one to forward.
+//! the target, the calldata and the block. The rule: answer locally only a call whose every field
+//! is one the node provably accepts and ignores for a view; anything else (a value, a gas limit,
+//! fees, blobs, authorizations, another chain id, a field in a form a node refuses, state
+//! overrides, unknown fields) makes the call one to forward, so its answer or its error is the
+//! node's own.
 
-use alloy::primitives::{Address, Bytes, B256, U256};
+use alloy::primitives::{Address, Bytes, B256};
 use serde_json::Value;
 
 /// The block an `eth_call` reads.
@@ -12,8 +15,13 @@ pub enum BlockTag {
     Latest,
     /// A number (a hex quantity, or `{blockNumber}`).
     Number(u64),
-    /// `{blockHash}` (EIP-1898).
-    Hash(B256),
+    /// `{blockHash}` (EIP-1898), with its `requireCanonical` (false when absent).
+    Hash {
+        /// The block's hash.
+        hash: B256,
+        /// Whether the node must refuse a block that is not on its chain.
+        require_canonical: bool,
+    },
 }
 
 /// A call the mirror may answer: the followed contract's view at a block.
@@ -25,44 +33,49 @@ pub struct LocalCall {
     pub block: BlockTag,
 }
 
-/// Fields a call object may carry with any value: they do not change a view's result.
-const INERT: [&str; 6] = ["from", "nonce", "chainId", "type", "to", "accessList"];
-/// Fields that change the node's answer unless unset (`null`) or zero: a gas limit can run a
-/// view out of gas, a fee or a value can fail for want of funds.
-const UNSET_OR_ZERO: [&str; 9] = [
+/// Fields that must be unset (absent or `null`) for a local answer. Set, each can change what
+/// the node answers: a gas limit below the intrinsic gas is refused (`gas: "0x0"` too), fees can
+/// fail for want of funds and `gasPrice` beside `maxFeePerGas` is refused, blob and
+/// authorization lists are refused even when empty, and nodes disagree on what a nonce or a
+/// type does to a call.
+const UNSET: [&str; 10] = [
     "gas",
     "gasPrice",
     "maxFeePerGas",
     "maxPriorityFeePerGas",
     "maxFeePerBlobGas",
-    "value",
     "blobVersionedHashes",
     "authorizationList",
     "sidecar",
+    "nonce",
+    "type",
 ];
 
-/// `params` of an `eth_call` to `contract` that the mirror may answer, or `None` (forward it).
+/// `params` of an `eth_call` to `contract` on chain `chain_id` that the mirror may answer, or
+/// `None` (forward it).
 #[must_use]
-pub fn local_call(params: &Value, contract: Address) -> Option<LocalCall> {
+pub fn local_call(params: &Value, contract: Address, chain_id: u64) -> Option<LocalCall> {
     let params = params.as_array()?;
     // A third parameter is a state override (or a block override): the node's business.
     if params.is_empty() || params.len() > 2 {
         return None;
     }
     let call = params[0].as_object()?;
-    let to: Address = call.get("to")?.as_str()?.parse().ok()?;
-    if to != contract {
+    if address(call.get("to")?)? != contract {
         return None;
     }
     for (key, value) in call {
-        let inert = INERT.contains(&key.as_str());
-        let unset = UNSET_OR_ZERO.contains(&key.as_str()) && unset_or_zero(value);
-        let calldata = key == "data" || key == "input";
-        if !(inert || unset || calldata) {
-            return None;
-        }
-        if key == "accessList" && !(value.is_null() || value.as_array().is_some_and(Vec::is_empty))
-        {
+        let accepted = match key.as_str() {
+            "to" | "data" | "input" => true,
+            "from" => value.is_null() || address(value).is_some(),
+            // nwaku sends `value: "0x0"`; `"0x00"` or a decimal is no quantity to a node.
+            "value" => value.is_null() || value.as_str() == Some("0x0"),
+            // A node refuses a call for another chain.
+            "chainId" => value.is_null() || value.as_str().and_then(quantity) == Some(chain_id),
+            "accessList" => value.is_null() || value.as_array().is_some_and(Vec::is_empty),
+            other => UNSET.contains(&other) && value.is_null(),
+        };
+        if !accepted {
             return None;
         }
     }
@@ -70,7 +83,7 @@ pub fn local_call(params: &Value, contract: Address) -> Option<LocalCall> {
     let input = call.get("input").filter(|v| !v.is_null());
     let data: Bytes = match (data, input) {
         (Some(d), Some(i)) if d != i => return None,
-        (Some(d), _) | (None, Some(d)) => d.as_str()?.parse().ok()?,
+        (Some(d), _) | (None, Some(d)) => hex_bytes(d)?,
         (None, None) => return None,
     };
     let block = match params.get(1) {
@@ -80,13 +93,26 @@ pub fn local_call(params: &Value, contract: Address) -> Option<LocalCall> {
     Some(LocalCall { data, block })
 }
 
-fn unset_or_zero(value: &Value) -> bool {
-    match value {
-        Value::Null => true,
-        Value::String(s) => s.parse::<U256>().is_ok_and(|n| n.is_zero()),
-        Value::Array(items) => items.is_empty(),
-        _ => false,
-    }
+/// `0x` and hex digits (either case), or `None`: nodes refuse the forms alloy's parsers also
+/// take (no prefix, an odd length).
+fn hex_digits(value: &Value) -> Option<&str> {
+    let digits = value.as_str()?.strip_prefix("0x")?;
+    (digits.len() % 2 == 0 && digits.bytes().all(|b| b.is_ascii_hexdigit())).then_some(digits)
+}
+
+fn hex_bytes(value: &Value) -> Option<Bytes> {
+    let digits = hex_digits(value)?;
+    alloy::primitives::hex::decode(digits).ok().map(Bytes::from)
+}
+
+fn address(value: &Value) -> Option<Address> {
+    let bytes = hex_bytes(value)?;
+    (bytes.len() == 20).then(|| Address::from_slice(&bytes))
+}
+
+fn block_hash(value: &Value) -> Option<B256> {
+    let bytes = hex_bytes(value)?;
+    (bytes.len() == 32).then(|| B256::from_slice(&bytes))
 }
 
 /// A block parameter the mirror understands; `pending`, `safe`, `finalized`, `earliest` are
@@ -100,10 +126,17 @@ fn block_tag(tag: &Value) -> Option<BlockTag> {
                 let extra = o
                     .keys()
                     .any(|k| k != "blockHash" && k != "requireCanonical");
+                let require_canonical = match o.get("requireCanonical") {
+                    None => false,
+                    Some(flag) => flag.as_bool()?,
+                };
                 if extra {
                     return None;
                 }
-                Some(BlockTag::Hash(hash.as_str()?.parse().ok()?))
+                Some(BlockTag::Hash {
+                    hash: block_hash(hash)?,
+                    require_canonical,
+                })
             } else if let (Some(number), 1) = (o.get("blockNumber"), o.len()) {
                 match number.as_str()? {
                     "latest" => Some(BlockTag::Latest),
@@ -138,6 +171,11 @@ mod tests {
         C.parse().unwrap()
     }
 
+    /// The test chain: hardhat's and ganache's id, 1337 (`0x539`).
+    fn local_call_on_chain(params: &Value, contract: Address) -> Option<LocalCall> {
+        local_call(params, contract, 0x539)
+    }
+
     #[test]
     fn clients_call_objects_are_recognised() {
         // nwaku's JSON-RPC library: every field, unset ones null, from zero, value 0x0.
@@ -147,23 +185,26 @@ mod tests {
             "value": "0x0", "nonce": null, "chainId": "0x539", "accessList": null,
             "maxFeePerBlobGas": null, "blobVersionedHashes": null, "input": "0xebf0c717"
         }, "latest"]);
-        let call = local_call(&nwaku, contract()).unwrap();
+        let call = local_call_on_chain(&nwaku, contract()).unwrap();
         assert_eq!(call.block, BlockTag::Latest);
         assert_eq!(call.data.as_ref(), [0xeb, 0xf0, 0xc7, 0x17]);
         let viem = json!([{"to": C, "data": "0xebf0c717"}, "0x1f"]);
         assert_eq!(
-            local_call(&viem, contract()).unwrap().block,
+            local_call_on_chain(&viem, contract()).unwrap().block,
             BlockTag::Number(31)
         );
         let hash = format!("0x{}", "ab".repeat(32));
         let eip1898 =
             json!([{"to": C, "data": "0x01"}, {"blockHash": hash, "requireCanonical": true}]);
         assert!(matches!(
-            local_call(&eip1898, contract()).unwrap().block,
-            BlockTag::Hash(_)
+            local_call_on_chain(&eip1898, contract()).unwrap().block,
+            BlockTag::Hash {
+                require_canonical: true,
+                ..
+            }
         ));
         assert_eq!(
-            local_call(&json!([{"to": C, "input": "0x01"}]), contract())
+            local_call_on_chain(&json!([{"to": C, "input": "0x01"}]), contract())
                 .unwrap()
                 .block,
             BlockTag::Latest
@@ -187,8 +228,27 @@ mod tests {
             json!([{"to": C, "data": "0x01", "accessList": [{"address": C, "storageKeys": []}]}]),
             json!([{"to": C}]),
             json!({"to": C, "data": "0x01"}),
+            // Refused by a node, so never answered here (issue 38's code reading of geth):
+            json!([{"to": C, "data": "0xebf0c717", "gas": "0x0"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "chainId": "0x1"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "chainId": "0x0539"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "blobVersionedHashes": []}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "authorizationList": []}, "latest"]),
+            json!([{"to": &C[2..], "data": "0xebf0c717"}, "latest"]),
+            json!([{"to": C, "data": "ebf0c717"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c71"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "from": "0x00"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "value": "0x00"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "value": "0"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "gasPrice": "0x0", "maxFeePerGas": "0x0"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "gasPrice": "0x0"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "nonce": "0x0"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717", "type": "0x2"}, "latest"]),
+            json!([{"to": C, "data": "0xebf0c717"}, {"blockHash": "ab".repeat(32)}]),
+            json!([{"to": C, "data": "0xebf0c717"}, {"blockHash": format!("0x{}", "ab".repeat(31))}]),
+            json!([{"to": C, "data": "0xebf0c717"}, {"blockHash": format!("0x{}", "ab".repeat(32)), "requireCanonical": "true"}]),
         ] {
-            assert_eq!(local_call(&params, contract()), None, "{params}");
+            assert_eq!(local_call_on_chain(&params, contract()), None, "{params}");
         }
     }
 }

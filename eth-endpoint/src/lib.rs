@@ -3,18 +3,23 @@
 //! them at Canopy instead and the contract's views are answered from the mirror in
 //! microseconds, with the node's exact bytes, while every other request goes to the node.
 //!
+//! The rule, decided here and nowhere else: **answer locally only what is provably the node's
+//! answer; forward everything else.**
+//!
 //! - **Answered here**: `eth_chainId` (the database's chain), and `eth_call` to the followed
 //!   contract whose calldata is exactly one of the views in [`views`], at a block whose state
-//!   the tree holds: its block number or hash, or `latest` while that block was the node's
-//!   head less than [`EndpointConfig::latest_max_age_ms`] ago (see [`HeadView`],
-//!   [`watch_head`]). Calls that would revert, and call objects that could change the answer
-//!   ([`call`]), go to the node, so their answers are the node's own.
+//!   the tree holds ([`block_holds`]): its block number or hash unless the node's head replaced
+//!   it at its height, or `latest` while that block (number and hash) was the node's head less
+//!   than [`EndpointConfig::latest_max_age_ms`] ago (see [`HeadView`], [`watch_head`]). Calls
+//!   that would revert, and call objects with any field a node could refuse or that could
+//!   change the answer ([`call`]), go to the node, so their answers are the node's own.
 //! - **Forwarded** unchanged (method, params; the id is kept): the methods of
 //!   [`EndpointConfig::forward`], through the follower's providers with their failover.
 //!   Anything else is refused with `-32601`: never an open proxy for `admin_`, `debug_` or
 //!   `personal_` methods.
 //! - JSON-RPC 2.0: single requests and batches (in order, local and forwarded items mixed),
-//!   notifications (no `id`) get no answer.
+//!   notifications (a valid request without an `id`) get no answer; what is no request object
+//!   gets `-32600` with `id: null` in its slot.
 //!
 //! ```no_run
 //! # async fn example(tree: std::sync::Arc<follower::FollowedTree>, client: follower::ChainClient) {
@@ -33,17 +38,17 @@
 pub mod call;
 pub mod views;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use alloy::primitives::Bytes;
-use follower::{BlockMeta, ChainClient, FollowedTree};
+use alloy::primitives::{Bytes, B256};
+use follower::{BlockMeta, ChainClient, FollowedTree, ForwardPolicy};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::call::{local_call, BlockTag};
+use crate::call::local_call;
+pub use crate::call::BlockTag;
 
 /// What the endpoint answers and forwards.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,8 +62,26 @@ pub struct EndpointConfig {
     /// `latest` is the tree's block while it was the node's head less than this many
     /// milliseconds ago; otherwise `latest` calls are forwarded.
     pub latest_max_age_ms: u64,
-    /// How often the node's head is asked (`eth_blockNumber`) while serving.
+    /// How often the node's head is asked (`eth_getBlockByNumber("latest")`) while serving.
     pub head_poll_ms: u64,
+    /// Time one forwarded request may take upstream, every attempt included, in milliseconds:
+    /// past it the request answers `-32603` in its own slot. Below the server's request
+    /// timeout, so one slow item costs that item only.
+    pub forward_deadline_ms: u64,
+    /// Requests sent upstream for one forwarded request, over the providers (transient failures
+    /// only; `eth_sendRawTransaction` again only when no connection could be made).
+    pub forward_attempts: u32,
+}
+
+impl EndpointConfig {
+    /// The forwarding policy these settings describe.
+    #[must_use]
+    pub fn forward_policy(&self) -> ForwardPolicy {
+        ForwardPolicy {
+            deadline_ms: self.forward_deadline_ms,
+            max_attempts: self.forward_attempts,
+        }
+    }
 }
 
 impl Default for EndpointConfig {
@@ -90,68 +113,103 @@ impl Default for EndpointConfig {
             max_batch: 100,
             latest_max_age_ms: 1_500,
             head_poll_ms: 250,
+            forward_deadline_ms: ForwardPolicy::default().deadline_ms,
+            forward_attempts: ForwardPolicy::default().max_attempts,
         }
     }
 }
 
-/// The node's head as last seen, and when: what `latest` means here. [`watch_head`] keeps it.
+/// The node's head as last seen (number and hash), and when: what `latest` means here, and what
+/// tells a block the node has replaced at the same height. [`watch_head`] keeps it.
 #[derive(Debug)]
 pub struct HeadView {
     epoch: Instant,
-    head: AtomicU64,
-    /// Milliseconds after `epoch` of the observation, plus one (0: never).
-    seen_ms: AtomicU64,
+    seen: Mutex<Option<SeenHead>>,
+}
+
+/// One observation of the node's head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SeenHead {
+    number: u64,
+    hash: B256,
+    /// Milliseconds after the view's epoch when the node was asked.
+    at_ms: u64,
 }
 
 impl Default for HeadView {
     fn default() -> Self {
         Self {
             epoch: Instant::now(),
-            head: AtomicU64::new(0),
-            seen_ms: AtomicU64::new(0),
+            seen: Mutex::new(None),
         }
     }
 }
 
 impl HeadView {
-    /// The node was asked its head now and answered `head`.
-    pub fn observed(&self, head: u64) {
-        self.observed_at(head, Instant::now());
+    /// The node was asked its head now and answered block `number` with `hash`.
+    pub fn observed(&self, number: u64, hash: B256) {
+        self.observed_at(number, hash, Instant::now());
     }
 
-    /// The node was asked its head at `asked` and answered `head`: the answer is as old as the
-    /// question, however long the node took.
-    pub fn observed_at(&self, head: u64, asked: Instant) {
+    /// The node was asked its head at `asked` and answered block `number` with `hash`: the
+    /// answer is as old as the question, however long the node took.
+    pub fn observed_at(&self, number: u64, hash: B256, asked: Instant) {
         let since = asked.saturating_duration_since(self.epoch);
-        let ms = u64::try_from(since.as_millis()).unwrap_or(u64::MAX - 1);
-        self.head.store(head, Ordering::Release);
-        self.seen_ms.store(ms + 1, Ordering::Release);
+        let at_ms = u64::try_from(since.as_millis()).unwrap_or(u64::MAX);
+        if let Ok(mut seen) = self.seen.lock() {
+            *seen = Some(SeenHead {
+                number,
+                hash,
+                at_ms,
+            });
+        }
     }
 
-    /// The follower saw something else than a head: it no longer knows it.
+    /// The node did not answer: its head is no longer known.
     pub fn forget(&self) {
-        self.seen_ms.store(0, Ordering::Release);
+        if let Ok(mut seen) = self.seen.lock() {
+            *seen = None;
+        }
     }
 
-    /// The head, if seen within `max_age`.
+    /// The head's number and hash, if seen within `max_age`.
     #[must_use]
-    pub fn fresh(&self, max_age: Duration) -> Option<u64> {
-        let seen = self.seen_ms.load(Ordering::Acquire).checked_sub(1)?;
-        let head = self.head.load(Ordering::Acquire);
+    pub fn fresh(&self, max_age: Duration) -> Option<(u64, B256)> {
+        let seen = (*self.seen.lock().ok()?)?;
         let now = u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX);
         let max = u64::try_from(max_age.as_millis()).unwrap_or(u64::MAX);
-        (now.saturating_sub(seen) <= max).then_some(head)
+        (now.saturating_sub(seen.at_ms) <= max).then_some((seen.number, seen.hash))
     }
 }
 
-/// Asks the node's head every `every` and records it in `head` (forgets it while the node does
-/// not answer), so `latest` is answered here only while the tree's block is the node's head.
-/// Runs until the task is dropped.
+/// Whether the mirror's block (`number`, `hash`) answers a call at `block`, given the node's
+/// fresh head (`None`: not known). `latest` needs the head to be exactly that block. A number or
+/// a hash needs no head, unless the head contradicts it (the node replaced the block at the same
+/// height); `requireCanonical` needs a head at or past the block that does not contradict it. A
+/// reorg deeper than the head's block is seen by the follower's next step.
+#[must_use]
+pub fn block_holds(block: BlockTag, number: u64, hash: B256, head: Option<(u64, B256)>) -> bool {
+    let replaced = head.is_some_and(|(n, h)| n == number && h != hash);
+    match block {
+        BlockTag::Latest => head == Some((number, hash)),
+        BlockTag::Number(n) => n == number && !replaced,
+        BlockTag::Hash {
+            hash: h,
+            require_canonical,
+        } => {
+            h == hash && !replaced && (!require_canonical || head.is_some_and(|(n, _)| n >= number))
+        }
+    }
+}
+
+/// Asks the node's head (number and hash) every `every` and records it in `head` (forgets it
+/// while the node does not answer), so `latest` is answered here only while the tree's block is
+/// the node's head. Runs until the task is dropped.
 pub async fn watch_head(client: ChainClient, head: Arc<HeadView>, every: Duration) {
     loop {
         let asked = Instant::now();
-        match client.head().await {
-            Ok(number) => head.observed_at(number, asked),
+        match client.head_block().await {
+            Ok(block) => head.observed_at(block.number, block.hash, asked),
             Err(_) => head.forget(),
         }
         tokio::time::sleep(every).await;
@@ -245,11 +303,25 @@ impl Endpoint {
         Some(encode(&answer))
     }
 
-    /// One request's answer (`None` for a notification).
+    /// One request's answer (`None` for a notification: a valid request without an id).
     async fn answer_item(&self, request: &Value) -> Option<Value> {
         let started = Instant::now();
-        let id = request.get("id").cloned();
-        let (answer, method, source) = self.dispatch(request).await;
+        let id = request_id(request);
+        let called = request
+            .get("method")
+            .and_then(Value::as_str)
+            .filter(|_| request.get("jsonrpc") == Some(&json!("2.0")));
+        let (answer, method, source) = match (id, called) {
+            (Some(id), Some(called)) => self.dispatch(request, called, &id).await,
+            // No request object: JSON-RPC 2.0 answers it (its id, else `null`), notification or
+            // not.
+            (id, _) => (
+                invalid_request(&id.unwrap_or(Value::Null)),
+                String::new(),
+                Source::Refused,
+            ),
+        };
+        let answered = called.is_none() || request.get("id").is_some();
         let method = follower::metrics::forwarded_method(&method);
         let source_label = match source {
             Source::Local => "local",
@@ -259,20 +331,12 @@ impl Endpoint {
         metrics::counter!(REQUESTS, "method" => method, "source" => source_label).increment(1);
         metrics::histogram!(SECONDS, "method" => method, "source" => source_label)
             .record(started.elapsed().as_secs_f64());
-        id.is_some().then_some(answer)
+        answered.then_some(answer)
     }
 
-    async fn dispatch(&self, request: &Value) -> (Value, String, Source) {
-        let id = request.get("id").cloned().unwrap_or(Value::Null);
-        let method = request.get("method").and_then(Value::as_str);
-        let (Some(method), true) = (method, request.get("jsonrpc") == Some(&json!("2.0"))) else {
-            let e = error(
-                &id,
-                -32600,
-                "invalid request: jsonrpc \"2.0\" and a method are required",
-            );
-            return (e, String::new(), Source::Refused);
-        };
+    /// The answer to a request object calling `method`, whose id is `id`.
+    async fn dispatch(&self, request: &Value, method: &str, id: &Value) -> (Value, String, Source) {
+        let id = id.clone();
         let params = request
             .get("params")
             .cloned()
@@ -317,13 +381,8 @@ impl Endpoint {
                 let result: Option<Bytes> = self.tree.read(|t| {
                     let meta = block_of(t)?;
                     let binding = meta.binding?;
-                    let call = local_call(params, binding.contract)?;
-                    let holds = match call.block {
-                        BlockTag::Latest => head == Some(meta.number),
-                        BlockTag::Number(n) => n == meta.number,
-                        BlockTag::Hash(h) => Some(h) == meta.hash,
-                    };
-                    if !holds {
+                    let call = local_call(params, binding.contract, binding.chain_id)?;
+                    if !block_holds(call.block, meta.number, meta.hash?, head) {
                         return None;
                     }
                     views::answer(t, &meta, &call.data)
@@ -342,7 +401,10 @@ impl Endpoint {
             Ok(raw) => raw,
             Err(e) => return error(id, -32602, &format!("invalid params: {e}")),
         };
-        match client.forward(method, &raw).await {
+        match client
+            .forward(method, &raw, &self.config.forward_policy())
+            .await
+        {
             Ok(Ok(result)) => {
                 let result: Value = serde_json::from_str(result.get()).unwrap_or(Value::Null);
                 json!({"jsonrpc": "2.0", "id": id, "result": result})
@@ -365,6 +427,26 @@ fn block_of(tree: &tree_engines::DbTree<hasher::PoseidonHasher>) -> Option<Block
     follower::read_block(tree).ok().flatten()
 }
 
+/// The id of a request object: its `id` (a string, a number or `null`; `null` when absent), or
+/// `None` for a value that is no request object (not an object, an id of another type).
+fn request_id(request: &Value) -> Option<Value> {
+    let object = request.as_object()?;
+    match object.get("id") {
+        None => Some(Value::Null),
+        Some(id @ (Value::String(_) | Value::Number(_) | Value::Null)) => Some(id.clone()),
+        Some(_) => None,
+    }
+}
+
+/// `-32600`: not a JSON-RPC 2.0 request (no `"jsonrpc": "2.0"`, a method that is no string).
+fn invalid_request(id: &Value) -> Value {
+    error(
+        id,
+        -32600,
+        "invalid request: jsonrpc \"2.0\" and a method are required",
+    )
+}
+
 /// `-32601`, in geth's words: what a method the endpoint neither answers nor forwards gets.
 fn method_not_found(id: &Value, method: &str) -> Value {
     error(
@@ -380,4 +462,51 @@ fn error(id: &Value, code: i64, message: &str) -> Value {
 
 fn encode(value: &Value) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Same-height reorgs: a block the node replaced at its height answers nothing here, even
+    /// by number or hash; `latest` needs exactly the mirror's block at the head.
+    #[test]
+    fn a_block_replaced_at_its_height_is_not_answered() {
+        let (ours, theirs) = (B256::repeat_byte(1), B256::repeat_byte(2));
+        let by_hash = |require_canonical| BlockTag::Hash {
+            hash: ours,
+            require_canonical,
+        };
+        let cases = [
+            // (block, head, answered here)
+            (BlockTag::Latest, Some((7, ours)), true),
+            (BlockTag::Latest, Some((7, theirs)), false),
+            (BlockTag::Latest, Some((8, theirs)), false),
+            (BlockTag::Latest, None, false),
+            (BlockTag::Number(7), Some((7, ours)), true),
+            (BlockTag::Number(7), Some((7, theirs)), false),
+            (BlockTag::Number(7), Some((8, theirs)), true),
+            (BlockTag::Number(7), None, true),
+            (BlockTag::Number(6), Some((7, ours)), false),
+            (by_hash(false), Some((7, theirs)), false),
+            (by_hash(false), None, true),
+            (by_hash(true), Some((7, ours)), true),
+            (by_hash(true), Some((7, theirs)), false),
+            (by_hash(true), Some((9, theirs)), true),
+            (by_hash(true), None, false),
+        ];
+        for (block, head, answered) in cases {
+            assert_eq!(
+                block_holds(block, 7, ours, head),
+                answered,
+                "{block:?} at {head:?}"
+            );
+        }
+        let head = HeadView::default();
+        assert_eq!(head.fresh(Duration::from_secs(1)), None);
+        head.observed(7, ours);
+        assert_eq!(head.fresh(Duration::from_secs(1)), Some((7, ours)));
+        head.forget();
+        assert_eq!(head.fresh(Duration::from_secs(1)), None);
+    }
 }

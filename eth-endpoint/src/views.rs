@@ -41,8 +41,10 @@ pub fn answer(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, data: &[u8]) -> O
         Views::getMerkleProofCall::SELECTOR => {
             let call = canonical_call::<Views::getMerkleProofCall>(data)?;
             let index: u64 = call.index.to();
-            // Past the capacity the contract reverts ("index out of range").
-            if index >= tree.capacity() {
+            // zk-kit's LazyIMT proves only leaves that exist: from `nextFreeIndex()` on (the
+            // capacity included) the contract reverts "LazyIMT: leaf must exist", the node's
+            // answer to give.
+            if index >= tree.next_index() {
                 return None;
             }
             let proof = tree.proof(index).ok()?;
@@ -124,4 +126,39 @@ fn member(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, id: U256) -> Option<(
 fn canonical_call<T: SolCall>(data: &[u8]) -> Option<T> {
     let call = T::abi_decode_validate(data).ok()?;
     (call.abi_encode() == data).then_some(call)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use tree_core::{Depth, UpdateBatch};
+    use tree_engines::DbConfig;
+
+    /// `getMerkleProof` is answered here only for a leaf that exists: from `nextFreeIndex()` on
+    /// the contract's LazyIMT reverts ("LazyIMT: leaf must exist"), so the node answers.
+    #[test]
+    fn merkle_proofs_only_of_leaves_that_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut tree =
+            DbTree::<PoseidonHasher>::open(&DbConfig::new(dir.path()), Depth::new(20).unwrap())
+                .unwrap();
+        let mut batch = UpdateBatch::new();
+        batch.set_range(0, [Fr::from(1u64), Fr::from(2u64), Fr::from(3u64)]);
+        batch.delete(1); // a full erasure keeps its index below nextFreeIndex
+        tree.apply(batch).unwrap();
+        let meta = BlockMeta::number(7);
+        let proof = |index: u64| {
+            let call = Views::getMerkleProofCall {
+                index: alloy::primitives::Uint::from(index),
+            };
+            answer(&tree, &meta, &call.abi_encode())
+        };
+        for index in [0, 1, 2] {
+            assert!(proof(index).is_some(), "{index}");
+        }
+        for index in [3, 4, (1 << 20) - 1, 1 << 20, (1 << 40) - 1] {
+            assert_eq!(proof(index), None, "{index}");
+        }
+    }
 }

@@ -57,4 +57,6 @@ pub use follower::{
 pub use members::{member, member_key, membership_info, MemberInfo};
 pub use profile::{ContractProfile, LeafRule, MembershipEvent};
 pub use roots::{RootAtError, RootHistory, HISTORY_SIZE};
-pub use rpc::{BlockRef, ChainClient, ErrorAnswer, ProviderHealth, RetryConfig, RpcCounters};
+pub use rpc::{
+    BlockRef, ChainClient, ErrorAnswer, ForwardPolicy, ProviderHealth, RetryConfig, RpcCounters,
+};

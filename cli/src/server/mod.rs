@@ -213,31 +213,44 @@ pub fn router(app: AppState) -> Router {
     }
 }
 
-/// Binds `listen`, prints the address on stdout, serves until `shutdown`, then drains the
-/// requests in flight.
+/// A socket bound for the server, whose settings were checked: what `serve` and `follow --serve`
+/// get before any other work, so an address that is taken or a bad setting stops them at once.
+pub struct BoundServer {
+    listener: tokio::net::TcpListener,
+}
+
+/// Checks the server settings, binds `listen` and prints the address on stdout (the first line,
+/// for whoever started us on port 0).
 ///
 /// # Errors
-/// Binding fails, the server stops.
-pub async fn serve(
-    listen: SocketAddr,
-    app: AppState,
-    shutdown: Shutdown,
-) -> Result<Output, CliError> {
-    cors(&app.config.cors_origins)?;
+/// [`CliError::Usage`]: an origin that is no header value, an address that cannot be bound.
+pub async fn bind(listen: SocketAddr, config: &ServerConfig) -> Result<BoundServer, CliError> {
+    cors(&config.cors_origins)?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| CliError::Usage(format!("cannot listen on {listen}: {e}")))?;
     let bound = listener
         .local_addr()
         .map_err(|e| CliError::Usage(format!("cannot listen on {listen}: {e}")))?;
-    // The first line on stdout, for whoever started us on port 0.
     {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "listening on http://{bound}").and_then(|()| stdout.flush());
     }
     tracing::info!(%bound, "serving");
+    Ok(BoundServer { listener })
+}
+
+/// Serves `app` on `bound` until `shutdown`, then drains the requests in flight.
+///
+/// # Errors
+/// The server stops.
+pub async fn serve(
+    bound: BoundServer,
+    app: AppState,
+    shutdown: Shutdown,
+) -> Result<Output, CliError> {
     let status = app.status.clone();
-    axum::serve(listener, router(app))
+    axum::serve(bound.listener, router(app))
         .with_graceful_shutdown(async move {
             shutdown.wait().await;
             status.stopping();

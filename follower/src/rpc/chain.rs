@@ -74,6 +74,31 @@ impl ChainClient {
         .map_err(|f| self.error("eth_blockNumber", f))
     }
 
+    /// The preferred provider's newest block, number and hash in one request (what a watcher of
+    /// the head needs to tell a block replaced at the same height).
+    ///
+    /// # Errors
+    /// Every provider is unavailable; a node without a latest block.
+    pub async fn head_block(&self) -> Result<BlockRef, FollowError> {
+        self.attempt("eth_getBlockByNumber", Purpose::Any, |i| async move {
+            let p = &self.shared.providers[i].alloy;
+            let block = p
+                .get_block_by_number(BlockNumberOrTag::Latest)
+                .into_future()
+                .await
+                .map_err(|e| classify(&e))?;
+            block
+                .map(|b| BlockRef {
+                    number: b.header.number,
+                    hash: b.header.hash,
+                })
+                .ok_or_else(|| Failure::Transient("no latest block".into()))
+        })
+        .await
+        .map(|(block, _)| block)
+        .map_err(|f| self.error("eth_getBlockByNumber", f))
+    }
+
     /// One provider's hash and parent hash of block `number`, in one request.
     pub(super) async fn header_from(
         &self,

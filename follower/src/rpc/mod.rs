@@ -30,7 +30,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use failure::Failure;
-pub use forward::ErrorAnswer;
+pub use forward::{ErrorAnswer, ForwardPolicy};
 use provider::Provider;
 pub use provider::ProviderHealth;
 
