@@ -484,6 +484,34 @@ fn verify_checks_a_file_of_proofs_in_batches() {
     );
 }
 
+/// `canopy follow --once` of a contract on a node that is not there (nothing listens on port
+/// 1), into `db`, giving up after `once_timeout` seconds; then `extra`.
+fn follow_nowhere<'a>(db: &'a str, once_timeout: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "follow",
+        "--rpc",
+        "http://127.0.0.1:1",
+        "--contract",
+        "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+        "--db",
+        db,
+        "--once",
+        "--once-timeout",
+        once_timeout,
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// The command's last line on stderr says that `address` could not be bound.
+fn assert_cannot_listen(stderr: &str, address: &str) {
+    let last = stderr.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with(&format!("error: cannot listen on {address}")),
+        "{stderr}"
+    );
+}
+
 /// `follow --serve` and `serve` on an address that is taken, or with a server setting that is
 /// invalid, stop before any work: status 2 and one clear line, no following without a server.
 #[test]
@@ -496,34 +524,14 @@ fn a_server_that_cannot_start_stops_the_command_at_once() {
     // No node listens on port 1: without the check at start the follower would retry until
     // its deadline (status 3) instead.
     let follow = |extra: &[&str]| {
-        let mut args = vec![
-            "follow",
-            "--rpc",
-            "http://127.0.0.1:1",
-            "--contract",
-            "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-            "--db",
-            db,
-            "--once",
-            "--once-timeout",
-            "20",
-        ];
-        args.extend_from_slice(extra);
         let started = std::time::Instant::now();
-        let out = canopy(&args);
+        let out = canopy(&follow_nowhere(db, "20", extra));
         (out, started.elapsed())
     };
     let (out, took) = follow(&["--serve", &address]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr
-            .lines()
-            .last()
-            .unwrap_or("")
-            .starts_with(&format!("error: cannot listen on {address}")),
-        "{stderr}"
-    );
+    assert_cannot_listen(&stderr, &address);
     assert!(
         took < Duration::from_secs(10),
         "stopped only after {took:?}"
@@ -564,14 +572,7 @@ fn a_server_that_cannot_start_stops_the_command_at_once() {
     let out = canopy(&["serve", "--db", db, "--listen", &address]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr
-            .lines()
-            .last()
-            .unwrap_or("")
-            .starts_with(&format!("error: cannot listen on {address}")),
-        "{stderr}"
-    );
+    assert_cannot_listen(&stderr, &address);
     drop(taken);
 }
 
@@ -582,18 +583,7 @@ fn a_closed_log_pipe_is_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
-        .args([
-            "follow",
-            "--rpc",
-            "http://127.0.0.1:1",
-            "--contract",
-            "0x5FbDB2315678afecb367f032d93F642f64180aa3",
-            "--db",
-            db.to_str().unwrap(),
-            "--once",
-            "--once-timeout",
-            "2",
-        ])
+        .args(follow_nowhere(db.to_str().unwrap(), "2", &[]))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

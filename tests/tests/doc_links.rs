@@ -96,7 +96,11 @@ fn targets(line: &str) -> Vec<&str> {
 fn every_readme_and_docs_link_resolves() {
     let root = root();
     let pages = pages(&root);
-    assert!(pages.len() > 1, "no docs/ pages found under {}", root.display());
+    assert!(
+        pages.len() > 1,
+        "no docs/ pages found under {}",
+        root.display()
+    );
     let mut broken = Vec::new();
     let mut checked = 0;
     for page in &pages {
@@ -133,7 +137,10 @@ fn every_readme_and_docs_link_resolves() {
             }
         }
     }
-    assert!(checked > 20, "only {checked} links found: is the parser broken?");
+    assert!(
+        checked > 20,
+        "only {checked} links found: is the parser broken?"
+    );
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
