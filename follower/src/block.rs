@@ -177,6 +177,10 @@ pub struct BlockChanges {
     ops: Vec<LeafChange>,
     /// `(n, root)`: after the first `n` changes the contract stored `root` (`RootStored`).
     stored: Vec<(usize, Fr)>,
+    /// `(step, k)`: the stored root `step` closed a full erasure whose last `k` changes are the
+    /// deletions erased in its transaction so far; the call's own are a suffix of them (see
+    /// [`erasures_stored`](Self::erasures_stored)). All `k` until a root says otherwise.
+    erasures: Vec<(usize, usize)>,
     /// Members registered (`Some`) or erased, in order.
     members: Vec<(Fr, Option<MemberInfo>)>,
 }
@@ -225,6 +229,75 @@ impl BlockChanges {
     pub fn root_stored(&mut self, root: Fr) -> &mut Self {
         self.stored.push((self.ops.len(), root));
         self
+    }
+
+    /// A full erasure (`eraseMemberships(ids, true)`) stored `root`, after the erasures
+    /// `erased` of its transaction that no root has covered yet. Earlier calls of the same
+    /// transaction (a multicall, a smart account) may have erased lazily, storing no root, so
+    /// the call's own erasures are a suffix of `erased`: all of it is assumed, and
+    /// [`commit_block`] tries the shorter suffixes against `root` when it does not match.
+    pub fn erasures_stored(&mut self, erased: &[u64], root: Fr) -> &mut Self {
+        for &index in erased {
+            self.delete(index);
+        }
+        self.root_stored(root);
+        if erased.len() > 1 {
+            self.erasures.push((self.stored.len() - 1, erased.len()));
+        }
+        self
+    }
+
+    /// The deletions that close stored root `step` when they are a full erasure's whose call
+    /// might have erased only a suffix of them.
+    fn undecided(&self, step: usize) -> Option<usize> {
+        self.erasures
+            .iter()
+            .find(|(s, _)| *s == step)
+            .map(|&(_, k)| k)
+    }
+
+    /// These changes with the first `lazy` of the `k` deletions before stored root `step`
+    /// taken as lazy erasures (no tree change): the full erasure was the last `k - lazy`.
+    fn with_lazy_erasures(&self, step: usize, lazy: usize) -> Self {
+        let mut out = self.clone();
+        let Some(k) = self.undecided(step) else {
+            return out;
+        };
+        let end = self.stored[step].0;
+        let first = end - k;
+        out.ops.drain(first..first + lazy);
+        for (n, _) in &mut out.stored[step..] {
+            *n -= lazy;
+        }
+        for entry in &mut out.erasures {
+            if entry.0 == step {
+                entry.1 = k - lazy;
+            }
+        }
+        out.erasures.retain(|&(_, k)| k > 1);
+        out
+    }
+
+    /// Steps that end at each stored root before `step`, then one step per deletion of the
+    /// full erasure that closes `step`, last first: their roots are the roots after the
+    /// erasure's every possible suffix (one, two, … all of the deletions).
+    fn suffix_probe(&self, step: usize) -> Option<Vec<UpdateBatch<PoseidonHasher>>> {
+        let k = self.undecided(step)?;
+        let mut steps = Vec::with_capacity(step + k);
+        let mut from = 0;
+        for &(to, _) in &self.stored[..step] {
+            steps.push(Self::batch_of(&self.ops[from..to]));
+            from = to;
+        }
+        let end = self.stored[step].0;
+        // A prefix of the step that is not among the deletions (none, as calls.rs builds it).
+        if from < end - k {
+            steps.push(Self::batch_of(&self.ops[from..end - k]));
+        }
+        for op in self.ops[end - k..end].iter().rev() {
+            steps.push(Self::batch_of(std::slice::from_ref(op)));
+        }
+        Some(steps)
     }
 
     /// The changes, in order.
@@ -348,7 +421,10 @@ impl From<CommitError> for FollowError {
 /// Lands a block: `changes`, `meta` as the tree's metadata and a checkpoint named by the block
 /// number, in one atomic store commit. Every root the contract stored within the block is
 /// compared with the tree's root after the same changes, and with `expected_root` the root
-/// after the block; nothing is written when one differs. Returns the new root.
+/// after the block; nothing is written when one differs. A full erasure that does not give its
+/// stored root with all the deletions before it is tried with each shorter suffix of them
+/// (the transaction's earlier calls erased lazily): the one whose root matches is taken, found
+/// with one more hashing of the block (every suffix's root in one pass). Returns the new root.
 ///
 /// # Errors
 /// [`CommitError`]: a tree rule, a store failure, a root mismatch; nothing is written.
@@ -358,26 +434,103 @@ pub fn commit_block(
     changes: &BlockChanges,
     expected_root: Option<Fr>,
 ) -> Result<Fr, CommitError> {
-    let mismatch = |ours: &Fr, expected: &Fr| CommitError::RootMismatch {
-        block: meta.number,
-        ours: fr_hex(ours),
-        expected: fr_hex(expected),
-    };
-    let mut new_root = Fr::from(0u64);
-    // Without stored roots the block is one step, and its root the one compared.
-    tree.apply_checkpointed_steps_if(changes.to_steps(meta), meta.number, |roots| {
-        for (ours, stored) in roots.iter().zip(changes.stored_roots()) {
-            if *ours != stored {
-                return Err(mismatch(ours, &stored));
+    let mut changes = std::borrow::Cow::Borrowed(changes);
+    loop {
+        match try_commit(tree, meta, &changes, expected_root)? {
+            Ok(root) => return Ok(root),
+            Err(mismatch) => {
+                let resolved = match mismatch.step {
+                    Some(step) => resolve_erasure(tree, meta, &changes, step)?,
+                    None => None,
+                };
+                match resolved {
+                    Some(lazy) => {
+                        let step = mismatch.step.unwrap_or_default();
+                        changes = std::borrow::Cow::Owned(changes.with_lazy_erasures(step, lazy));
+                    }
+                    None => {
+                        return Err(CommitError::RootMismatch {
+                            block: meta.number,
+                            ours: fr_hex(&mismatch.ours),
+                            expected: fr_hex(&mismatch.expected),
+                        })
+                    }
+                }
             }
         }
-        new_root = roots.last().copied().unwrap_or_default();
-        match expected_root {
-            Some(expected) if expected != new_root => Err(mismatch(&new_root, &expected)),
-            _ => Ok(()),
-        }
-    })??;
-    Ok(new_root)
+    }
+}
+
+/// Where a block's roots first differed from the contract's: at stored root `step` (`None`:
+/// the root after the block).
+struct Mismatch {
+    step: Option<usize>,
+    ours: Fr,
+    expected: Fr,
+}
+
+/// One attempt of [`commit_block`]: committed (the new root), or the first mismatch.
+fn try_commit(
+    tree: &SharedTree<PoseidonHasher>,
+    meta: &BlockMeta,
+    changes: &BlockChanges,
+    expected_root: Option<Fr>,
+) -> Result<Result<Fr, Mismatch>, CommitError> {
+    let mut new_root = Fr::from(0u64);
+    // Without stored roots the block is one step, and its root the one compared.
+    let outcome =
+        tree.apply_checkpointed_steps_if(changes.to_steps(meta), meta.number, |roots| {
+            for (step, (ours, stored)) in roots.iter().zip(changes.stored_roots()).enumerate() {
+                if *ours != stored {
+                    return Err(Mismatch {
+                        step: Some(step),
+                        ours: *ours,
+                        expected: stored,
+                    });
+                }
+            }
+            new_root = roots.last().copied().unwrap_or_default();
+            match expected_root {
+                Some(expected) if expected != new_root => Err(Mismatch {
+                    step: None,
+                    ours: new_root,
+                    expected,
+                }),
+                _ => Ok(()),
+            }
+        })?;
+    Ok(outcome.map(|()| new_root))
+}
+
+/// For a full erasure at stored root `step` whose deletions did not give the stored root: how
+/// many of its first deletions were lazy erasures of earlier calls, the one split whose root
+/// is the stored root (`None`: no split gives it, or the step is no such erasure). Hashes the
+/// block up to the step once, writes nothing.
+fn resolve_erasure(
+    tree: &SharedTree<PoseidonHasher>,
+    meta: &BlockMeta,
+    changes: &BlockChanges,
+    step: usize,
+) -> Result<Option<usize>, CommitError> {
+    let (Some(probe), Some(k), Some(stored)) = (
+        changes.suffix_probe(step),
+        changes.undecided(step),
+        changes.stored_roots().nth(step),
+    ) else {
+        return Ok(None);
+    };
+    let mut lazy = None;
+    // Never accepted: the roots are read and nothing is published.
+    let _ = tree.apply_checkpointed_steps_if(probe, meta.number, |roots| {
+        // The last k roots are those after the last 1, 2, … k deletions.
+        let suffixes = &roots[roots.len().saturating_sub(k)..];
+        lazy = suffixes
+            .iter()
+            .position(|root| *root == stored)
+            .map(|full| k - (full + 1));
+        Err(())
+    })?;
+    Ok(lazy.filter(|&lazy| lazy > 0))
 }
 
 /// `0x` + 64 hex digits, big-endian: how field elements are printed.
@@ -486,6 +639,85 @@ mod tests {
         changes.set(2, Fr::from(3u64));
         assert_eq!(changes.to_steps(&BlockMeta::number(1)).len(), 3);
         assert_eq!(BlockChanges::new().to_steps(&BlockMeta::number(1)).len(), 1);
+    }
+
+    /// One transaction, two calls: `eraseMemberships([a])` (lazy, no root) then
+    /// `eraseMemberships([b, c], true)` (full, one `RootStored`): only b and c leave the tree,
+    /// found from the stored root; a root no split gives is refused and nothing is written.
+    #[test]
+    fn a_full_erasure_after_lazy_ones_in_one_transaction_is_found_by_its_root() {
+        use crate::calls::changes_by_call;
+        use crate::profile::MembershipEvent;
+        use tree_core::{Depth, MerkleTree};
+        use tree_engines::DbConfig;
+
+        let open = |dir: &std::path::Path| {
+            let tree = DbTree::<PoseidonHasher>::open(&DbConfig::new(dir), Depth::new(20).unwrap())
+                .unwrap();
+            SharedTree::new(tree)
+        };
+        let (dir, scratch_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (tree, scratch) = (open(dir.path()), open(scratch_dir.path()));
+        let mut first = BlockChanges::new();
+        for index in 0..5u64 {
+            first.set(index, Fr::from(index + 11));
+        }
+        for t in [&tree, &scratch] {
+            commit_block(t, &BlockMeta::number(1), &first, None).unwrap();
+        }
+        // The root after deleting only b = 2 and c = 3.
+        let mut only_full = BlockChanges::new();
+        only_full.delete(2).delete(3);
+        let root = commit_block(&scratch, &BlockMeta::number(2), &only_full, None).unwrap();
+
+        let tx = Some((0, alloy::primitives::B256::ZERO));
+        let erased = |index: u64| {
+            (
+                tx,
+                MembershipEvent::Erased {
+                    index,
+                    id: Fr::from(index + 100),
+                },
+            )
+        };
+        let stored = |root: Fr| (tx, MembershipEvent::RootStored { root });
+        let events = [erased(1), erased(2), erased(3), stored(root)];
+        let changes = changes_by_call(events, 5).unwrap();
+
+        // A root that no split gives: refused, nothing written.
+        let mut wrong =
+            changes_by_call([erased(1), erased(2), erased(3), stored(Fr::from(7u64))], 5).unwrap();
+        let before = tree.read(MerkleTree::root);
+        assert!(matches!(
+            commit_block(&tree, &BlockMeta::number(2), &wrong, None),
+            Err(CommitError::RootMismatch { .. })
+        ));
+        assert_eq!(tree.read(MerkleTree::root), before);
+        wrong = changes;
+        let committed = commit_block(&tree, &BlockMeta::number(2), &wrong, None).unwrap();
+        assert_eq!(committed, root);
+        let leaves: Vec<Fr> = (0..5).map(|i| tree.read(|t| t.get(i)).unwrap()).collect();
+        let zero = Fr::from(0u64);
+        assert_eq!(
+            leaves,
+            [
+                Fr::from(11u64),
+                Fr::from(12u64),
+                zero,
+                zero,
+                Fr::from(15u64)
+            ],
+            "the lazily erased leaf stays"
+        );
+        // All of a transaction's erasures full (the usual case) still lands as one attempt.
+        let mut all = BlockChanges::new();
+        all.delete(0).delete(4);
+        let root = commit_block(&scratch, &BlockMeta::number(3), &all, None).unwrap();
+        let changes = changes_by_call([erased(0), erased(4), stored(root)], 5).unwrap();
+        assert_eq!(
+            commit_block(&tree, &BlockMeta::number(3), &changes, None).unwrap(),
+            root
+        );
     }
 
     #[test]

@@ -2,9 +2,12 @@
 //! once (`RootStored`): `register` emits its lazy erasures' `MembershipErased`, then
 //! `RootStored` (after the insert or the reuse of a freed index), then `MembershipRegistered`;
 //! `eraseMemberships(ids, true)` emits its erasures, then one `RootStored` (every erased leaf
-//! set to 0). Erasures in a call that stores no root are lazy and leave the tree as it is. So
-//! the events alone say which erasures are full, and each call's root is checked without
-//! asking the contract.
+//! set to 0). Erasures in a call that stores no root are lazy and leave the tree as it is. A
+//! transaction may hold several calls (a multicall, a smart account): lazy erasures, then a
+//! full one, read as erasures followed by one `RootStored`; the full call's erasures are a
+//! suffix of them, and which suffix the stored root decides when the block is committed
+//! ([`commit_block`](crate::block::commit_block)). So no erasure needs a question to the
+//! contract, and each call's root is checked.
 
 use alloy::primitives::B256;
 
@@ -71,11 +74,13 @@ pub(crate) fn changes_by_call(
                         register_member(&mut changes, id, rate_limit, index)?;
                         events.next();
                     }
-                    // A full erasure's root.
+                    // A full erasure's root: its erasures are a suffix of the transaction's
+                    // uncovered ones (earlier calls may have erased lazily), which suffix the
+                    // root decides when the block is committed.
                     _ => {
-                        for &index in &erased {
-                            changes.delete(index);
-                        }
+                        changes.erasures_stored(&erased, root);
+                        erased.clear();
+                        continue;
                     }
                 }
                 erased.clear();
