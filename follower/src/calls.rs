@@ -6,12 +6,12 @@
 //! transaction may hold several calls (a multicall, a smart account): lazy erasures, then a
 //! full one, read as erasures followed by one `RootStored`; the full call's erasures are a
 //! suffix of them, and which suffix the stored root decides when the block is committed
-//! ([`commit_block`](crate::block::commit_block)). So no erasure needs a question to the
+//! ([`commit_block`](crate::commit_block)). So no erasure needs a question to the
 //! contract, and each call's root is checked.
 
 use alloy::primitives::B256;
 
-use crate::block::BlockChanges;
+use crate::changes::BlockChanges;
 use crate::members::MemberInfo;
 use crate::profile::MembershipEvent;
 
@@ -118,7 +118,7 @@ pub(crate) fn register_member(
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::block::LeafChange;
+    use crate::changes::LeafChange;
     use hasher::Fr;
 
     fn tx(i: u64) -> Option<(u64, B256)> {

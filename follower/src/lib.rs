@@ -36,6 +36,8 @@
 mod backoff;
 pub mod block;
 mod calls;
+mod changes;
+mod commit;
 mod config;
 mod error;
 mod follower;
@@ -46,9 +48,9 @@ pub mod roots;
 pub mod rpc;
 
 pub use backoff::Backoff;
-pub use block::{
-    commit_block, last_block, read_block, BlockChanges, BlockMeta, ChainBinding, CommitError,
-};
+pub use block::{last_block, read_block, BlockMeta, ChainBinding};
+pub use changes::{BlockChanges, LeafChange};
+pub use commit::{commit_block, CommitError};
 pub use config::{FollowerConfig, LogRangeConfig, RootCheck, SyncMode};
 pub use error::FollowError;
 pub use follower::{

@@ -11,8 +11,10 @@ use tree_core::MerkleTree;
 
 use super::ranges::{bad_log, log_block};
 use super::Follower;
-use crate::block::{commit_block, BlockChanges, BlockMeta, ChainBinding};
+use crate::block::{BlockMeta, ChainBinding};
 use crate::calls::{changes_by_call, register_member};
+use crate::changes::BlockChanges;
+use crate::commit::commit_block;
 use crate::config::RootCheck;
 use crate::profile::{canonical, MembershipEvent};
 use crate::roots::RootHistory;

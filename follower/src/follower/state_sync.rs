@@ -6,7 +6,8 @@ use std::time::Instant;
 use hasher::Fr;
 
 use super::Follower;
-use crate::block::{BlockChanges, BlockMeta, ChainBinding};
+use crate::block::{BlockMeta, ChainBinding};
+use crate::changes::BlockChanges;
 use crate::profile::canonical;
 use crate::rpc::{BlockRef, RangeError};
 use crate::FollowError;
