@@ -538,35 +538,30 @@ fn a_server_that_cannot_start_stops_the_command_at_once() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 
+    // Settings that cannot work: refused before anything is bound.
     let config = dir.path().join("canopy.toml");
-    write(
-        &config,
-        "[server]\ncors_origins = [\"http://bad\\u0001origin\"]\n",
-    );
-    let (out, _) = follow(&[
-        "--serve",
-        "127.0.0.1:0",
-        "--config",
-        config.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("is not an origin"), "{stderr}");
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("listening on"));
-
-    write(&config, "[jsonrpc]\nforward_deadline_ms = 10000\n");
-    let (out, _) = follow(&[
-        "--serve",
-        "127.0.0.1:0",
-        "--config",
-        config.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("jsonrpc.forward_deadline_ms (10000) must be below"),
-        "{stderr}"
-    );
+    for (settings, says) in [
+        (
+            "[server]\ncors_origins = [\"http://bad\\u0001origin\"]\n",
+            "is not an origin",
+        ),
+        (
+            "[jsonrpc]\nforward_deadline_ms = 10000\n",
+            "jsonrpc.forward_deadline_ms (10000) must be below",
+        ),
+    ] {
+        write(&config, settings);
+        let (out, _) = follow(&[
+            "--serve",
+            "127.0.0.1:0",
+            "--config",
+            config.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(says), "{settings}: {stderr}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("listening on"));
+    }
 
     ok_json(&["init", "--db", db, "--depth", "20"]);
     let out = canopy(&["serve", "--db", db, "--listen", &address]);
