@@ -1,6 +1,8 @@
 //! Committing a block: its changes, checkpoint and metadata in one atomic store commit, only
 //! when every root the contract stored within it, and its root after it, are the tree's.
 
+use std::borrow::Cow;
+
 use hasher::{Fr, PoseidonHasher};
 use tree_engines::SharedDbTree as SharedTree;
 
@@ -59,30 +61,25 @@ pub fn commit_block(
     changes: &BlockChanges,
     expected_root: Option<Fr>,
 ) -> Result<Fr, CommitError> {
-    let mut changes = std::borrow::Cow::Borrowed(changes);
+    let mut changes = Cow::Borrowed(changes);
     loop {
-        match try_commit(tree, meta, &changes, expected_root)? {
+        let mismatch = match try_commit(tree, meta, &changes, expected_root)? {
             Ok(root) => return Ok(root),
-            Err(mismatch) => {
-                let resolved = match mismatch.step {
-                    Some(step) => resolve_erasure(tree, meta, &changes, step)?,
-                    None => None,
-                };
-                match resolved {
-                    Some(lazy) => {
-                        let step = mismatch.step.unwrap_or_default();
-                        changes = std::borrow::Cow::Owned(changes.with_lazy_erasures(step, lazy));
-                    }
-                    None => {
-                        return Err(CommitError::RootMismatch {
-                            block: meta.number,
-                            ours: fr_hex(&mismatch.ours),
-                            expected: fr_hex(&mismatch.expected),
-                        })
-                    }
-                }
-            }
-        }
+            Err(mismatch) => mismatch,
+        };
+        // Only a stored root that closes a full erasure can be met by another split.
+        let split = match mismatch.step {
+            Some(step) => resolve_erasure(tree, meta, &changes, step)?.map(|lazy| (step, lazy)),
+            None => None,
+        };
+        let Some((step, lazy)) = split else {
+            return Err(CommitError::RootMismatch {
+                block: meta.number,
+                ours: fr_hex(&mismatch.ours),
+                expected: fr_hex(&mismatch.expected),
+            });
+        };
+        changes = Cow::Owned(changes.with_lazy_erasures(step, lazy));
     }
 }
 

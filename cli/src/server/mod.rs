@@ -206,7 +206,7 @@ pub fn router(app: AppState) -> Router {
                 .concurrency_limit(config.max_concurrent_requests.max(1))
                 .timeout(Duration::from_millis(config.request_timeout_ms.max(1))),
         );
-    // `serve` checked the origins.
+    // `bind` checked the origins before the server was built.
     match cors(&config.cors_origins) {
         Ok(Some(layer)) => router.layer(layer),
         _ => router,
