@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the chain tests need (a hardhat node, solc-js, zk-kit's LazyIMT and
-# poseidon-solidity, pinned by package-lock.json) and compiles the test contract. Idempotent and
+# Installs what the chain tests need (a hardhat node, solc-js, zk-kit's LazyIMT,
+# poseidon-solidity and OpenZeppelin's proxy contracts, pinned by package-lock.json) and compiles
+# the test contract. Idempotent and
 # safe to run concurrently (flock): the test harness calls it before starting a node, `.ci/run`
 # calls it up front. Needs Node 20 and npm, nothing else.
 set -euo pipefail

@@ -11,11 +11,19 @@ pragma solidity ^0.8.24;
 // contract's (logos-messaging-rlnv2-contract): a root stored at the end of every register and
 // of every full-erasure call that erased anything, never for lazy erasures, duplicates kept;
 // `getRecentRoots()`, `getRootAt(uint8)`, `getMembershipInfo` and `isInMembershipSet` as there.
+// Like WakuRlnV2 it can run behind OpenZeppelin's ERC1967Proxy as a UUPS implementation
+// (`initialize()`, `upgradeToAndCall` by the owner), so a test can deploy the proxy on the
+// implementation without a root history and upgrade it to the one with: the newest contract's
+// storage layout appends the history to the old one's, so an upgrade keeps the tree and starts
+// an empty history, as here.
 
 import {InternalLazyIMT, LazyIMTData} from "@zk-kit/lazy-imt.sol/InternalLazyIMT.sol";
 import {PoseidonT3} from "poseidon-solidity/PoseidonT3.sol";
+import {UUPSUpgradeable} from "@openzeppelin/contracts/proxy/utils/UUPSUpgradeable.sol";
+// Compiled with this contract so the harness can deploy the proxy.
+import {ERC1967Proxy} from "@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol";
 
-contract TestMembership {
+contract TestMembership is UUPSUpgradeable {
     uint256 public constant Q =
         21888242871839275222246405745257275088548364400416034343698204186575808495617;
     uint8 public constant MERKLE_TREE_DEPTH = 20;
@@ -29,6 +37,9 @@ contract TestMembership {
     /// The older revision keeps no root history: its HISTORY_SIZE, getRecentRoots and
     /// getRootAt revert as missing functions would, and it emits no RootStored.
     bool internal immutable storesRoots;
+    /// Who may upgrade the proxy (WakuRlnV2: `onlyOwner`).
+    address public owner;
+    bool private initialized;
 
     uint8 internal constant ROOTS_KEPT = 5;
     uint256[ROOTS_KEPT] private recentRoots;
@@ -53,11 +64,28 @@ contract TestMembership {
     error InvalidPaginationQuery(uint256 startIndex, uint256 endIndex);
     error MembershipDoesNotExist(uint256 idCommitment);
 
-    constructor(bool _emitsRateCommitment) {
+    /// Deployed on its own the contract is ready; as an implementation, its proxy's storage
+    /// is set up by `initialize()`.
+    constructor(bool _emitsRateCommitment, bool _storesRoots) {
         emitsRateCommitment = _emitsRateCommitment;
-        storesRoots = !_emitsRateCommitment;
+        storesRoots = _storesRoots;
+        _initialize();
+    }
+
+    function initialize() external {
+        _initialize();
+    }
+
+    function _initialize() internal {
+        require(!initialized, "already initialized");
+        initialized = true;
+        owner = msg.sender;
         deployedBlockNumber = uint32(block.number);
         InternalLazyIMT._init(merkleTree, MERKLE_TREE_DEPTH);
+    }
+
+    function _authorizeUpgrade(address) internal view override {
+        require(msg.sender == owner, "not the owner");
     }
 
     function register(uint256 idCommitment, uint32 rateLimit) external {

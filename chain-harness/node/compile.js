@@ -1,5 +1,6 @@
-// Compiles contracts/TestMembership.sol and poseidon-solidity's PoseidonT3 with solc-js (the
-// npm compiler) and writes abi, bytecode and link references as one JSON file: argv[2].
+// Compiles contracts/TestMembership.sol, poseidon-solidity's PoseidonT3 and OpenZeppelin's
+// ERC1967Proxy with solc-js (the npm compiler) and writes abi, bytecode and link references as
+// one JSON file: argv[2].
 const fs = require("fs");
 const path = require("path");
 const solc = require("solc");
@@ -31,6 +32,7 @@ if (errors.length > 0) {
 }
 const membership = output.contracts["TestMembership.sol"].TestMembership;
 const poseidon = output.contracts["poseidon-solidity/PoseidonT3.sol"].PoseidonT3;
+const proxy = output.contracts["@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol"].ERC1967Proxy;
 const out = {
   solc: solc.version(),
   membership: {
@@ -39,6 +41,7 @@ const out = {
     linkReferences: membership.evm.bytecode.linkReferences,
   },
   poseidonT3: { bytecode: poseidon.evm.bytecode.object },
+  erc1967Proxy: { bytecode: proxy.evm.bytecode.object },
 };
 fs.mkdirSync(path.dirname(process.argv[2]), { recursive: true });
 fs.writeFileSync(process.argv[2], JSON.stringify(out));

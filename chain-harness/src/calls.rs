@@ -13,6 +13,8 @@ sol! {
         function eraseMemberships(uint256[] calldata idCommitments) external;
         function eraseMemberships(uint256[] calldata idCommitments, bool eraseFromMembershipSet) external;
         function expireMemberships(uint256[] calldata idCommitments, bool eraseFromMembershipSet) external;
+        function initialize() external;
+        function upgradeToAndCall(address newImplementation, bytes memory data) external payable;
     }
 }
 
@@ -74,6 +76,23 @@ pub fn expire(ids: Vec<U256>, full: bool) -> Bytes {
     I::expireMembershipsCall {
         idCommitments: ids,
         eraseFromMembershipSet: full,
+    }
+    .abi_encode()
+    .into()
+}
+
+/// `initialize()`: sets up a proxy's storage (the owner is the sender).
+#[must_use]
+pub fn initialize() -> Bytes {
+    I::initializeCall {}.abi_encode().into()
+}
+
+/// `upgradeToAndCall(implementation, "")`: the owner moves the proxy to another implementation.
+#[must_use]
+pub fn upgrade_to(implementation: alloy::primitives::Address) -> Bytes {
+    I::upgradeToAndCallCall {
+        newImplementation: implementation,
+        data: Bytes::new(),
     }
     .abi_encode()
     .into()

@@ -227,7 +227,7 @@ impl LocalChain {
 
     /// Deploys PoseidonT3 and the test membership contract linked to it. With
     /// `emits_rate_commitment`, `MembershipRegistered` carries the rate commitment (an earlier
-    /// WakuRlnV2 revision) instead of the rate limit.
+    /// WakuRlnV2 revision, which keeps no root history) instead of the rate limit.
     ///
     /// # Errors
     /// Missing artifact, RPC failures.
@@ -235,22 +235,82 @@ impl LocalChain {
         &self,
         emits_rate_commitment: bool,
     ) -> Result<Address, HarnessError> {
-        let path = Self::node_dir().join("build/TestMembership.json");
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| HarnessError::Artifact(format!("{}: {e}", path.display())))?;
-        let artifact: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| HarnessError::Artifact(e.to_string()))?;
-        let hex_of = |pointer: &str| -> Result<String, HarnessError> {
-            artifact
-                .pointer(pointer)
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| HarnessError::Artifact(format!("{pointer} missing")))
-        };
-        let poseidon = decode_hex(&hex_of("/poseidonT3/bytecode")?)?;
+        self.deploy_implementation(emits_rate_commitment, !emits_rate_commitment)
+            .await
+    }
+
+    /// Deploys the test membership contract as WakuRlnV2 is deployed: an implementation
+    /// (`stores_roots`: the newest one, with a root history) behind OpenZeppelin's
+    /// ERC1967Proxy, initialized in the proxy's constructor. Returns the proxy's address, the
+    /// contract's address from then on; the sender is the owner who may upgrade it.
+    ///
+    /// # Errors
+    /// Missing artifact, RPC failures.
+    pub async fn deploy_membership_proxy(
+        &self,
+        stores_roots: bool,
+    ) -> Result<Address, HarnessError> {
+        let implementation = self.deploy_membership_implementation(stores_roots).await?;
+        let artifact = Artifact::read()?;
+        let mut bytecode = decode_hex(&artifact.hex("/erc1967Proxy/bytecode")?)?;
+        bytecode.extend((implementation, crate::calls::initialize()).abi_encode_params());
+        self.deploy(bytecode.into()).await
+    }
+
+    /// Upgrades the proxy at `proxy` to a new implementation (`stores_roots` as in
+    /// [`Self::deploy_membership_proxy`]) with `upgradeToAndCall`, mined at once; returns the
+    /// upgrade's block.
+    ///
+    /// # Errors
+    /// Missing artifact, RPC failures, a reverted upgrade.
+    pub async fn upgrade_membership(
+        &self,
+        proxy: Address,
+        stores_roots: bool,
+    ) -> Result<u64, HarnessError> {
+        let implementation = self.deploy_membership_implementation(stores_roots).await?;
+        let hash = self
+            .send(proxy, crate::calls::upgrade_to(implementation))
+            .await?;
+        self.mine().await?;
+        let receipt = self
+            .provider
+            .get_transaction_receipt(hash)
+            .await
+            .map_err(rpc)?
+            .ok_or_else(|| HarnessError::Rpc("no receipt for the upgrade".into()))?;
+        match receipt.block_number {
+            Some(block) if receipt.status() => Ok(block),
+            _ => Err(HarnessError::Rpc("the upgrade reverted".into())),
+        }
+    }
+
+    /// Deploys an implementation for a proxy (`stores_roots` as in
+    /// [`Self::deploy_membership_proxy`]); a test that wants other transactions in the upgrade's
+    /// block sends `calls::upgrade_to` itself.
+    ///
+    /// # Errors
+    /// Missing artifact, RPC failures.
+    pub async fn deploy_membership_implementation(
+        &self,
+        stores_roots: bool,
+    ) -> Result<Address, HarnessError> {
+        self.deploy_implementation(false, stores_roots).await
+    }
+
+    /// Deploys PoseidonT3 and a test membership contract linked to it, with its constructor's
+    /// two flags.
+    async fn deploy_implementation(
+        &self,
+        emits_rate_commitment: bool,
+        stores_roots: bool,
+    ) -> Result<Address, HarnessError> {
+        let artifact = Artifact::read()?;
+        let poseidon = decode_hex(&artifact.hex("/poseidonT3/bytecode")?)?;
         let poseidon_address = self.deploy(poseidon.into()).await?;
-        let mut code = hex_of("/membership/bytecode")?;
+        let mut code = artifact.hex("/membership/bytecode")?;
         let links = artifact
+            .0
             .pointer("/membership/linkReferences/poseidon-solidity~1PoseidonT3.sol/PoseidonT3")
             .and_then(serde_json::Value::as_array)
             .ok_or_else(|| HarnessError::Artifact("link references missing".into()))?;
@@ -274,7 +334,7 @@ impl LocalChain {
             code.replace_range(range, &address_hex);
         }
         let mut bytecode = decode_hex(&code)?;
-        bytecode.extend(emits_rate_commitment.abi_encode());
+        bytecode.extend((emits_rate_commitment, stores_roots).abi_encode_params());
         self.deploy(bytecode.into()).await
     }
 
@@ -393,4 +453,27 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, HarnessError> {
                 .map_err(|_| HarnessError::Artifact("bad hex (unlinked library?)".into()))
         })
         .collect()
+}
+
+/// `build/TestMembership.json`, written by `install.sh`.
+struct Artifact(serde_json::Value);
+
+impl Artifact {
+    fn read() -> Result<Self, HarnessError> {
+        let path = LocalChain::node_dir().join("build/TestMembership.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| HarnessError::Artifact(format!("{}: {e}", path.display())))?;
+        serde_json::from_str(&text)
+            .map(Self)
+            .map_err(|e| HarnessError::Artifact(e.to_string()))
+    }
+
+    /// The hex string at `pointer`.
+    fn hex(&self, pointer: &str) -> Result<String, HarnessError> {
+        self.0
+            .pointer(pointer)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| HarnessError::Artifact(format!("{pointer} missing")))
+    }
 }

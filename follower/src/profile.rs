@@ -28,7 +28,28 @@ sol! {
     }
 }
 
+sol! {
+    /// The ERC1967 proxy's event (EIP-1967): the proxy now runs `implementation`. Emitted by the
+    /// proxy's address when it is deployed and at every upgrade.
+    event Upgraded(address indexed implementation);
+}
+
 pub use IMembershipSet::{MembershipErased, MembershipExpired, MembershipRegistered, RootStored};
+
+/// The implementation an ERC1967 `Upgraded` log names, `None` for any other log; a log with
+/// that signature but another shape is an error.
+///
+/// # Errors
+/// A description of what is wrong with the log.
+pub fn upgraded(log: &Log) -> Result<Option<alloy::primitives::Address>, LogError> {
+    let data = log.data();
+    if data.topics().first() != Some(&Upgraded::SIGNATURE_HASH) {
+        return Ok(None);
+    }
+    Upgraded::decode_log_data_validate(data)
+        .map(|event| Some(event.implementation))
+        .map_err(|e| format!("Upgraded: {e}"))
+}
 
 /// How the leaf of a registration is derived from its event.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,8 +137,9 @@ impl ContractProfile {
         self.member_index && self.leaf == LeafRule::PoseidonIdAndRateLimit && self.erasures
     }
 
-    /// The event signatures (`topic0`) this profile follows; `RootStored` too when the
-    /// contract keeps a root history.
+    /// The event signatures (`topic0`) this profile follows; with `root_history`, `RootStored`
+    /// and the proxy's `Upgraded` too (whether a contract keeps a root history is a property of
+    /// the implementation it runs, which an upgrade changes).
     #[must_use]
     pub fn topics(&self, root_history: bool) -> Vec<alloy::primitives::B256> {
         let mut topics = vec![MembershipRegistered::SIGNATURE_HASH];
@@ -127,6 +149,7 @@ impl ContractProfile {
         }
         if root_history {
             topics.push(RootStored::SIGNATURE_HASH);
+            topics.push(Upgraded::SIGNATURE_HASH);
         }
         topics
     }

@@ -244,6 +244,107 @@ async fn a_database_refuses_another_contract() {
     }
 }
 
+/// WakuRlnV2 behind its ERC1967 proxy, upgraded mid-chain from the implementation without a
+/// root history to the one with (the newest contract's path), in a block that also holds
+/// registrations and erasures before and after the upgrade. A follower that follows across the
+/// upgrade, a fresh replay from the deployment over ranges that span it, and a state sync after
+/// it all hold `root()` and the member index, and after the upgrade the root history
+/// `getRecentRoots()` gives. Before upgrade-aware replay the fresh replay stopped at the first
+/// block after the upgrade ("comes without its RootStored").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_upgraded_to_a_root_history_replays_from_its_deployment() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership_proxy(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let mut live = temp_follower(chain.url(), contract, config(SyncMode::Replay));
+    let mut workload = Workload::new(38);
+    let mut sent = Sent::default();
+    let mut blocks = 0u64;
+    let check = |follower: &follower::Follower, block: u64, case: &'static str| {
+        let client = follower.client().clone();
+        let ours = root_of(follower);
+        async move {
+            let theirs = contract_root(&client, block).await.unwrap();
+            assert_eq!(ours, theirs, "{case}, block {block}");
+        }
+    };
+    while blocks < 40 || sent.lazy_erasures == 0 || sent.full_erasures == 0 {
+        let block = workload.block(&chain, contract, &mut sent).await.unwrap();
+        live.sync_to_head().await.unwrap();
+        check(&live, block, "before the upgrade").await;
+        blocks += 1;
+    }
+    assert!(live.last_block().unwrap().unwrap().roots.is_none());
+
+    // One block: two of the workload's transactions, the upgrade, two more.
+    let implementation = chain.deploy_membership_implementation(true).await.unwrap();
+    let mut hashes = Vec::new();
+    for step in 0..5 {
+        let data = if step == 2 {
+            chain_harness::calls::upgrade_to(implementation)
+        } else {
+            workload.next_tx(&mut sent)
+        };
+        hashes.push(chain.send(contract, data).await.unwrap());
+    }
+    let upgraded = chain.mine().await.unwrap();
+    assert_eq!(chain.failed_transactions(&hashes).await.unwrap(), 0);
+    live.sync_to_head().await.unwrap();
+    check(&live, upgraded, "the upgrade's block").await;
+
+    let (lazy, full) = (sent.lazy_erasures, sent.full_erasures);
+    let mut after = 0u64;
+    while after < 40 || sent.lazy_erasures == lazy || sent.full_erasures == full {
+        let block = workload.block(&chain, contract, &mut sent).await.unwrap();
+        live.sync_to_head().await.unwrap();
+        check(&live, block, "after the upgrade").await;
+        after += 1;
+    }
+    let head = live.last_block().unwrap().unwrap();
+    let at = follower::BlockRef {
+        number: head.number,
+        hash: head.hash.unwrap(),
+    };
+    let recent = live.client().recent_roots(at).await.unwrap();
+    assert!(recent.is_some_and(|r| !r.is_empty()));
+    assert_eq!(head.roots, recent, "the live follower's root history");
+    let ids = workload.registered_ids().to_vec();
+    assert_members_match(&live, head.number, &ids, "live").await;
+
+    // A fresh replay from the deployment, over ranges with the upgrade inside one.
+    let mut fresh_config = config(SyncMode::Replay);
+    fresh_config.root_check = RootCheck::EveryRange;
+    fresh_config.log_ranges.initial = 16;
+    let mut fresh = temp_follower(chain.url(), contract, fresh_config);
+    fresh.sync_to_head().await.unwrap();
+    assert_eq!(root_of(&fresh), root_of(&live));
+    assert_eq!(fresh.last_block().unwrap().unwrap().roots, recent);
+    assert_members_match(&fresh, head.number, &ids, "fresh replay").await;
+    let direct = follower::ChainClient::new(chain.url().clone(), contract, quick_retry()).unwrap();
+    assert_history_on_chain(&fresh, &direct, true, "fresh replay").await;
+
+    // A state sync after the upgrade seeds the history from the contract.
+    let mut joining = temp_follower(chain.url(), contract, config(SyncMode::State));
+    joining.sync_to_head().await.unwrap();
+    assert_eq!(root_of(&joining), root_of(&live));
+    assert_eq!(joining.last_block().unwrap().unwrap().roots, recent);
+    println!(
+        "proxy upgraded at block {upgraded} (no root history -> RootStored), {} blocks before and {after} after; {sent:?}",
+        blocks + 1
+    );
+    report::record(
+        "chain",
+        "upgrade",
+        &[
+            ("blocks", blocks + 1 + after),
+            ("root_checks", blocks + 1 + after + 2),
+            ("proxy_upgrades", 1),
+            ("mismatches", 0),
+        ],
+        &[],
+    );
+}
+
 /// Through a proxy that drops connections, delays, answers 500 and 429 and truncates bodies on
 /// a third of the requests, the follower still converges on the contract's root, and says it
 /// retried.

@@ -31,8 +31,9 @@ impl Follower {
         let mut members: BTreeMap<[u8; 32], (Fr, MemberInfo)> = BTreeMap::new();
         let mut read = 0u64;
         let mut from = deployed;
+        let topics = self.config.profile.topics(false);
         while from <= meta.number {
-            let (to, mut logs) = self.fetch_logs(from, meta.number, false).await?;
+            let (to, mut logs) = self.fetch_logs(from, meta.number, &topics).await?;
             logs.sort_by_key(|l| (l.block_number, l.transaction_index, l.log_index));
             for log in &logs {
                 let number = log_block(log, from..=to, contract)?;

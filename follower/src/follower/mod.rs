@@ -97,8 +97,9 @@ pub struct Follower {
     /// newest: on start (a database may hold a block the node has since disowned, below a
     /// newer one it still has) and after a root mismatch.
     verify_history: bool,
-    /// Whether the contract keeps a root history (`None` until asked).
-    root_history: Option<bool>,
+    /// Whether the contract keeps a root history after a block: the last block asked about,
+    /// or where the last range ended (`None` until asked).
+    root_history: Option<(u64, bool)>,
     /// The contract's deployment block, once a replay from it asked.
     deployed: Option<u64>,
 }
@@ -243,7 +244,6 @@ impl Follower {
             target,
             ..StepOutcome::default()
         };
-        let history = self.has_root_history(target).await?;
         let stored = self.last_block()?;
         let mut anchor: Option<BlockMeta> = None;
         let after = match stored {
@@ -255,6 +255,7 @@ impl Follower {
                 match self.config.sync {
                     SyncMode::State => {
                         let pinned = self.config.from_block.unwrap_or(target).min(target);
+                        let history = self.keeps_root_history_at(pinned).await?;
                         outcome.events = self.state_sync(pinned, binding, history).await?;
                         outcome.first_block = pinned;
                         outcome.block = pinned;
@@ -317,6 +318,8 @@ impl Follower {
             outcome.caught_up = true;
             return Ok(outcome);
         }
+        let history_at = self.history_anchor(after, anchor.is_some()).await?;
+        let history = self.keeps_root_history_at(history_at).await?;
         let roots = self.roots_before(anchor, history).await?;
         // A replay from the deployment block indexes every member from its first block.
         let members_from = match anchor {
@@ -327,15 +330,17 @@ impl Follower {
         };
         let from = after + 1;
         self.client.begin_data();
-        let (to, logs) = self.fetch_logs(from, target, history).await?;
+        let topics = self.config.profile.topics(self.config.profile.root_history);
+        let (to, logs) = self.fetch_logs(from, target, &topics).await?;
         // The logs may come from another branch than the stored block's if the chain moved
         // below it meanwhile: that block must still be the node's.
         if let Some(meta) = anchor {
             self.check_still_on_chain(meta).await?;
         }
-        let (committed, events) = self
+        let (committed, events, roots) = self
             .apply_range(from, to, logs, binding, (roots, members_from))
             .await?;
+        self.root_history = Some((to, roots.is_some()));
         outcome.first_block = from;
         outcome.block = to;
         outcome.blocks_committed = committed;

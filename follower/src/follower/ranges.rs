@@ -12,18 +12,18 @@ use crate::rpc::RangeError;
 use crate::FollowError;
 
 impl Follower {
-    /// Logs of `from..` up to `target`, over a range that adapts to the node's limits.
+    /// Logs with `topics` of `from..` up to `target`, over a range that adapts to the node's
+    /// limits.
     pub(super) async fn fetch_logs(
         &mut self,
         from: u64,
         target: u64,
-        history: bool,
+        topics: &[alloy::primitives::B256],
     ) -> Result<(u64, Vec<Log>), FollowError> {
         let ranges = self.config.log_ranges;
-        let topics = self.config.profile.topics(history);
         loop {
             let to = target.min(from.saturating_add(self.range - 1));
-            match self.client.logs(from, to, &topics).await {
+            match self.client.logs(from, to, topics).await {
                 Ok(logs) => {
                     if logs.len() < ranges.grow_below_logs {
                         self.range = (self.range * 2).min(ranges.max.max(1));

@@ -16,7 +16,7 @@ use crate::calls::{changes_by_call, register_member};
 use crate::changes::BlockChanges;
 use crate::commit::commit_block;
 use crate::config::RootCheck;
-use crate::profile::{canonical, MembershipEvent};
+use crate::profile::{canonical, upgraded, MembershipEvent};
 use crate::roots::RootHistory;
 use crate::rpc::{BlockRef, RangeError};
 use crate::{metrics, FollowError};
@@ -29,6 +29,13 @@ impl Follower {
     /// every call's stored root is checked instead of `root()` at each block, and the history
     /// lands in each block's metadata; with a complete member index (`members_from`) the
     /// member changes land in each block's commit.
+    ///
+    /// A proxy's `Upgraded` log changes the rules from its block on: that block is read by
+    /// asking the contract about its erasures (which holds under either implementation) and
+    /// checked against `root()`, then the new implementation is asked whether it keeps a root
+    /// history, and the history continues from its `getRecentRoots()` there. So a proxy
+    /// upgraded to the root-history implementation replays from its deployment. Returns the
+    /// blocks committed, the events read and the root history after `to`.
     pub(super) async fn apply_range(
         &mut self,
         from: u64,
@@ -36,12 +43,20 @@ impl Follower {
         logs: Vec<Log>,
         binding: ChainBinding,
         (mut roots, members_from): (Option<RootHistory>, Option<u64>),
-    ) -> Result<(u64, u64), FollowError> {
+    ) -> Result<(u64, u64, Option<RootHistory>), FollowError> {
         let decode_started = Instant::now();
         let mut blocks: BTreeMap<u64, Vec<Log>> = BTreeMap::new();
+        let mut upgrades: BTreeSet<u64> = BTreeSet::new();
         for log in logs {
             let number = log_block(&log, from..=to, binding.contract)?;
-            blocks.entry(number).or_default().push(log);
+            match upgraded(&log).map_err(|reason| bad_log(number, &log, &reason))? {
+                Some(implementation) => {
+                    tracing::info!(block = number, %implementation, "the proxy was upgraded");
+                    upgrades.insert(number);
+                    blocks.entry(number).or_default();
+                }
+                None => blocks.entry(number).or_default().push(log),
+            }
         }
         for logs in blocks.values_mut() {
             logs.sort_by_key(|l| (l.transaction_index, l.log_index));
@@ -50,15 +65,23 @@ impl Follower {
         let last_with_events = blocks.keys().next_back().copied();
         let (mut committed, mut events) = (0, 0);
         for (number, logs) in blocks {
+            let upgrade = upgrades.contains(&number);
             // A stored root comes in the logs, from one provider: it replaces the agreed
             // `root()` only when one provider is trusted anyway (quorum 1).
             let check = number == to
+                || upgrade
                 || (self.config.root_check == RootCheck::EveryBlock
                     && (roots.is_none() || self.client.quorum() > 1));
             events += logs.len() as u64;
-            roots = self
-                .apply_block(number, &logs, binding, check, (roots, members_from))
+            let rules = if upgrade { None } else { roots };
+            let block = self
+                .apply_block(number, &logs, binding, check, (rules, members_from))
                 .await?;
+            roots = if upgrade {
+                self.history_after_upgrade(number).await?
+            } else {
+                block
+            };
             committed += 1;
         }
         if last_with_events != Some(to) {
@@ -77,7 +100,23 @@ impl Follower {
                 .await?;
             committed += 1;
         }
-        Ok((committed, events))
+        Ok((committed, events, roots))
+    }
+
+    /// The root history after block `number`, where the proxy was upgraded: `None` when the new
+    /// implementation keeps none, otherwise its `getRecentRoots()` there. The block was
+    /// committed without one; its metadata gains it with the next block's commit.
+    async fn history_after_upgrade(
+        &mut self,
+        number: u64,
+    ) -> Result<Option<RootHistory>, FollowError> {
+        if !self.keeps_root_history_at(number).await? {
+            return Ok(None);
+        }
+        let block = self.client.block(number).await?;
+        Ok(Some(
+            self.client.recent_roots(block).await?.unwrap_or_default(),
+        ))
     }
 
     /// Decodes one block's logs into leaf changes, resolves erasures (by the calls' stored
@@ -191,11 +230,9 @@ impl Follower {
                     erased.insert(index);
                     changes.member(id, None);
                 }
-                MembershipEvent::RootStored { .. } => {
-                    return Err(at(
-                        "RootStored from a contract followed without a root history".into(),
-                    ))
-                }
+                // Emitted after an upgrade to a root-history implementation, in the block
+                // of the upgrade (read by these rules): the contract's root is checked instead.
+                MembershipEvent::RootStored { .. } => {}
             }
         }
         self.stats.decode += decode_started.elapsed();

@@ -155,6 +155,7 @@ fn main() -> ExitCode {
                 "failover_cases",
                 "lying_provider_cases",
                 "no_eip1898_cases",
+                "proxy_upgrades",
             ],
             &["mismatches", "orphaned_commits", "permanent_error_retries"],
             &[
@@ -169,6 +170,7 @@ fn main() -> ExitCode {
                 "failover_cases",
                 "lying_provider_cases",
                 "no_eip1898_cases",
+                "proxy_upgrades",
             ],
         ),
     ];
