@@ -146,6 +146,15 @@ pub struct ServerConfig {
     pub request_timeout_ms: u64,
     /// Requests handled at once; beyond it requests are shed with 503 at once, not queued.
     pub max_concurrent_requests: usize,
+    /// Requests of one client address handled at once; beyond it its requests get 429 at once,
+    /// so one client cannot take the whole server. 0: no per-client cap (behind a reverse
+    /// proxy every client has the proxy's address).
+    pub max_concurrent_per_client: usize,
+    /// Open connections at once; beyond it new ones are closed on accept.
+    pub max_connections: usize,
+    /// Time a connection may take to send a request's headers, and may stay idle between
+    /// requests (milliseconds); then it is closed.
+    pub header_read_timeout_ms: u64,
     /// RLN proof verifications (`POST /verify`, CPU-heavy) run at once on their own
     /// lowest-priority threads, so floods cannot starve `/proof`.
     pub max_concurrent_verifications: usize,
@@ -174,6 +183,9 @@ impl Default for ServerConfig {
             max_verify_batch: 1024,
             request_timeout_ms: 10_000,
             max_concurrent_requests: 1_024,
+            max_concurrent_per_client: 64,
+            max_connections: 4_096,
+            header_read_timeout_ms: 10_000,
             max_concurrent_verifications: 1,
             verify_wait_ms: 1_000,
             max_lag_blocks: 5,

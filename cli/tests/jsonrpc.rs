@@ -724,3 +724,67 @@ async fn latest_is_forwarded_while_the_follower_lags() {
         (2 * asked + 1) as f64
     );
 }
+
+/// Bounded cost: a batch of full pages is answered here up to one request body's budget of
+/// words, its other items go to the node; every answer is the node's, and the metrics count the
+/// forwarded overflow. (Before metering, a 256 KiB body of such pages was all built here, on one
+/// async worker, under the tree's lock.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heavy_batches_are_metered_and_their_overflow_forwarded() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let node = chain.url().port().unwrap();
+    let mut workload = Workload::new(61);
+    let mut sent = Sent::default();
+    let mut block = 0;
+    for _ in 0..30 {
+        block = workload
+            .register_block(&chain, contract, 10, 10, &mut sent)
+            .await
+            .unwrap();
+    }
+    // 1,000 words a body; pages of 300 leaves are 303 words: three fit, on the blocking pool.
+    let (_dir, _server, canopy) = follow_and_serve(
+        chain.url(),
+        contract,
+        "local_words_per_body = 1000\nheavy_answer_words = 100\n",
+    );
+    until_applied(canopy, block).await;
+    let page = C::getRateCommitmentsInRangeBoundsInclusiveCall {
+        startIndex: 0,
+        endIndex: 299,
+    }
+    .abi_encode();
+    let proof = C::getMerkleProofCall {
+        index: alloy::primitives::Uint::from(7u64),
+    }
+    .abi_encode();
+    let item = |id: usize, data: &[u8]| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "eth_call",
+               "params": [{"to": contract, "data": hex(data)}, format!("{block:#x}")]})
+    };
+    let mut batch: Vec<Value> = (0..8).map(|i| item(i, &page)).collect();
+    batch.push(item(8, &proof));
+    let metric = "canopy_jsonrpc_over_budget_total";
+    let scrape = || async {
+        blocking(move || http(canopy, "GET", "/metrics", None))
+            .await
+            .1
+    };
+    let before = counter(&scrape().await, metric, "");
+    let ours = ask(canopy, json!(batch)).await;
+    let theirs = ask(node, json!(batch)).await;
+    assert_eq!(ours, theirs);
+    assert_eq!(ours.as_array().unwrap().len(), 9);
+    assert!(
+        ours[0]["result"]
+            .as_str()
+            .is_some_and(|hex| hex.len() > 300 * 64),
+        "{}",
+        ours[0]
+    );
+    // Three pages fit 1,000 words; the proof's 20 words fit after them; five pages overflow.
+    let after = counter(&scrape().await, metric, "");
+    assert_eq!(after - before, 5.0);
+}

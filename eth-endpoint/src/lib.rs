@@ -20,6 +20,14 @@
 //! - JSON-RPC 2.0: single requests and batches (in order, local and forwarded items mixed),
 //!   notifications (a valid request without an `id`) get no answer; what is no request object
 //!   gets `-32600` with `id: null` in its slot.
+//! - **Bounded cost**: a local answer is metered in 32-byte words before any work
+//!   ([`views::words`]); one request body (a batch's items together) gets at most
+//!   [`EndpointConfig::local_words_per_body`] here and its other items go to the node. An
+//!   answer of more than [`EndpointConfig::heavy_answer_words`] is computed and hex-encoded on
+//!   a bounded blocking pool ([`EndpointConfig::heavy_workers`] threads), never on the async
+//!   workers that answer nwaku's proofs, and the tree's read lock is held for the reading only,
+//!   not the encoding. Forwarded answers are read up to
+//!   [`EndpointConfig::forward_max_answer_bytes`].
 //!
 //! ```no_run
 //! # async fn example(tree: std::sync::Arc<follower::FollowedTree>, client: follower::ChainClient) {
@@ -39,6 +47,7 @@ pub mod call;
 pub mod head;
 pub mod views;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -73,6 +82,19 @@ pub struct EndpointConfig {
     /// Requests sent upstream for one forwarded request, over the providers (transient failures
     /// only; `eth_sendRawTransaction` again only when no connection could be made).
     pub forward_attempts: u32,
+    /// Largest answer taken from the node for one forwarded request, in bytes: read up to it, a
+    /// larger one answers `-32603` in its slot.
+    pub forward_max_answer_bytes: usize,
+    /// Most leaves one `getRateCommitmentsInRangeBoundsInclusive` answered here returns; a
+    /// larger page goes to the node, whose gas limit decides.
+    pub max_local_page: u64,
+    /// 32-byte words answered here for one request body, a batch's items together; the items
+    /// past it go to the node.
+    pub local_words_per_body: u64,
+    /// An answer of more words is computed on the blocking pool, not on the async workers.
+    pub heavy_answer_words: u64,
+    /// Threads computing heavy answers at once; more wait their turn.
+    pub heavy_workers: usize,
 }
 
 impl EndpointConfig {
@@ -82,6 +104,7 @@ impl EndpointConfig {
         ForwardPolicy {
             deadline_ms: self.forward_deadline_ms,
             max_attempts: self.forward_attempts,
+            max_answer_bytes: self.forward_max_answer_bytes,
         }
     }
 }
@@ -117,6 +140,12 @@ impl Default for EndpointConfig {
             head_poll_ms: 250,
             forward_deadline_ms: ForwardPolicy::default().deadline_ms,
             forward_attempts: ForwardPolicy::default().max_attempts,
+            forward_max_answer_bytes: ForwardPolicy::default().max_answer_bytes,
+            max_local_page: views::MAX_LOCAL_PAGE,
+            // Two full pages of 10,000 leaves and then some: 2 MiB of words, 4 MiB of hex.
+            local_words_per_body: 65_536,
+            heavy_answer_words: 256,
+            heavy_workers: 1,
         }
     }
 }
@@ -138,6 +167,27 @@ pub struct Endpoint {
     client: Option<ChainClient>,
     head: Arc<HeadView>,
     config: EndpointConfig,
+    /// Permits of the blocking pool for heavy answers.
+    heavy: Arc<tokio::sync::Semaphore>,
+}
+
+/// The words one request body may still have answered here.
+struct Budget(AtomicU64);
+
+impl Budget {
+    /// Takes `words` if they are left.
+    fn take(&self, words: u64) -> bool {
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(words)
+            })
+            .is_ok()
+    }
+
+    /// Returns `words` taken for an answer that was not given here after all.
+    fn give_back(&self, words: u64) {
+        self.0.fetch_add(words, Ordering::Relaxed);
+    }
 }
 
 /// Name of the counter of JSON-RPC requests, by method and source (`local`, `forwarded`,
@@ -145,6 +195,8 @@ pub struct Endpoint {
 pub const REQUESTS: &str = "canopy_jsonrpc_requests_total";
 /// Name of the latency histogram of JSON-RPC requests, by method and source.
 pub const SECONDS: &str = "canopy_jsonrpc_request_seconds";
+/// Name of the counter of calls forwarded because their request body's local budget was spent.
+pub const OVER_BUDGET: &str = "canopy_jsonrpc_over_budget_total";
 
 impl Endpoint {
     /// An endpoint over `tree` (a follower's database) forwarding to `client`'s providers.
@@ -161,17 +213,24 @@ impl Endpoint {
             metrics::Unit::Seconds,
             "JSON-RPC request latency by method and source"
         );
+        metrics::describe_counter!(
+            OVER_BUDGET,
+            "eth_calls forwarded because their request body's local budget was spent"
+        );
+        let heavy = Arc::new(tokio::sync::Semaphore::new(config.heavy_workers.max(1)));
         Self {
             tree,
             client,
             head,
             config,
+            heavy,
         }
     }
 
     /// Answers a request body: one request or a batch. `None` when nothing is to be sent back
     /// (only notifications).
     pub async fn handle(&self, body: &[u8]) -> Option<Vec<u8>> {
+        let budget = Budget(AtomicU64::new(self.config.local_words_per_body));
         let request: Value = match serde_json::from_slice(body) {
             Ok(value) => value,
             Err(e) => {
@@ -194,22 +253,37 @@ impl Endpoint {
                 ),
             ),
             Value::Array(items) => {
-                let answers =
-                    futures::future::join_all(items.iter().map(|item| self.answer_item(item)))
-                        .await;
+                let answers = futures::future::join_all(
+                    items.iter().map(|item| self.answer_item(item, &budget)),
+                )
+                .await;
                 let answers: Vec<Value> = answers.into_iter().flatten().collect();
                 if answers.is_empty() {
                     return None;
                 }
                 Value::Array(answers)
             }
-            single => self.answer_item(&single).await?,
+            single => self.answer_item(&single, &budget).await?,
         };
-        Some(encode(&answer))
+        let spent = self
+            .config
+            .local_words_per_body
+            .saturating_sub(budget.0.load(Ordering::Relaxed));
+        if spent <= self.config.heavy_answer_words {
+            return Some(encode(&answer));
+        }
+        // Megabytes of hex: encoded on the blocking pool too.
+        let permit = self.heavy.clone().acquire_owned().await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            encode(&answer)
+        })
+        .await
+        .ok()
     }
 
     /// One request's answer (`None` for a notification: a valid request without an id).
-    async fn answer_item(&self, request: &Value) -> Option<Value> {
+    async fn answer_item(&self, request: &Value, budget: &Budget) -> Option<Value> {
         let started = Instant::now();
         let id = request_id(request);
         let called = request
@@ -217,7 +291,7 @@ impl Endpoint {
             .and_then(Value::as_str)
             .filter(|_| request.get("jsonrpc") == Some(&json!("2.0")));
         let (answer, method, source) = match (id, called) {
-            (Some(id), Some(called)) => self.dispatch(request, called, &id).await,
+            (Some(id), Some(called)) => self.dispatch(request, called, &id, budget).await,
             // No request object: JSON-RPC 2.0 answers it (its id, else `null`), notification or
             // not.
             (id, _) => (
@@ -240,7 +314,13 @@ impl Endpoint {
     }
 
     /// The answer to a request object calling `method`, whose id is `id`.
-    async fn dispatch(&self, request: &Value, method: &str, id: &Value) -> (Value, String, Source) {
+    async fn dispatch(
+        &self,
+        request: &Value,
+        method: &str,
+        id: &Value,
+        budget: &Budget,
+    ) -> (Value, String, Source) {
         let id = id.clone();
         let params = request
             .get("params")
@@ -250,7 +330,7 @@ impl Endpoint {
             let e = error(&id, -32602, "invalid params: an array or an object");
             return (e, method.to_owned(), Source::Refused);
         }
-        if let Some(result) = self.local_answer(method, &params) {
+        if let Some(result) = self.local_answer(method, &params, budget).await {
             let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
             return (answer, method.to_owned(), Source::Local);
         }
@@ -268,8 +348,8 @@ impl Endpoint {
         )
     }
 
-    /// The mirror's own answer, when it has one.
-    fn local_answer(&self, method: &str, params: &Value) -> Option<Value> {
+    /// The mirror's own answer, when it has one and `budget` covers it.
+    async fn local_answer(&self, method: &str, params: &Value, budget: &Budget) -> Option<Value> {
         match method {
             "eth_chainId" => {
                 let chain = self
@@ -279,20 +359,49 @@ impl Endpoint {
                 Some(json!(format!("{chain:#x}")))
             }
             "eth_call" => {
+                let binding = self.tree.read(|t| block_of(t).and_then(|m| m.binding))?;
+                let call = local_call(params, binding.contract, binding.chain_id)?;
+                let words = views::words(&call.data);
+                if !budget.take(words) {
+                    metrics::counter!(OVER_BUDGET).increment(1);
+                    return None;
+                }
                 let max_age = Duration::from_millis(self.config.latest_max_age_ms);
                 let head = self.head.fresh(max_age);
-                // The block, its binding and the view read under one lock: a block landing
-                // meanwhile cannot mix two states.
-                let result: Option<Bytes> = self.tree.read(|t| {
-                    let meta = block_of(t)?;
-                    let binding = meta.binding?;
-                    let call = local_call(params, binding.contract, binding.chain_id)?;
-                    if !block_holds(call.block, meta.number, meta.hash?, head) {
-                        return None;
-                    }
-                    views::answer(t, &meta, &call.data)
-                });
-                result.map(|bytes| json!(bytes))
+                let max_page = self.config.max_local_page;
+                let tree = self.tree.clone();
+                let compute = move || -> Option<Value> {
+                    // The block, its binding and the view read under one lock: a block landing
+                    // meanwhile cannot mix two states. The hex is made after the lock.
+                    let bytes: Bytes = tree.read(|t| {
+                        let meta = block_of(t)?;
+                        if meta.binding? != binding
+                            || !block_holds(call.block, meta.number, meta.hash?, head)
+                        {
+                            return None;
+                        }
+                        views::answer(t, &meta, &call.data, max_page)
+                    })?;
+                    Some(json!(bytes))
+                };
+                let result = if words <= self.config.heavy_answer_words {
+                    compute()
+                } else {
+                    // The permit goes with the work: a request dropped meanwhile does not
+                    // free it before the thread is done.
+                    let permit = self.heavy.clone().acquire_owned().await.ok()?;
+                    tokio::task::spawn_blocking(move || {
+                        let _permit = permit;
+                        compute()
+                    })
+                    .await
+                    .ok()
+                    .flatten()
+                };
+                if result.is_none() {
+                    budget.give_back(words);
+                }
+                result
             }
             _ => None,
         }

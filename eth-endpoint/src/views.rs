@@ -15,14 +15,36 @@ use hasher::{Fr, PoseidonHasher};
 use tree_core::MerkleTree;
 use tree_engines::DbTree;
 
-/// Most leaves one `getRateCommitmentsInRangeBoundsInclusive` answered here returns; a larger
-/// page goes to the node, whose gas limit decides.
+/// Most leaves one `getRateCommitmentsInRangeBoundsInclusive` answered here returns by default;
+/// a larger page goes to the node, whose gas limit decides.
 pub const MAX_LOCAL_PAGE: u64 = 10_000;
 
-/// The encoded result of the view `data` calls, from `tree` and its last block's `meta`; `None`
-/// when the node must answer.
+/// What answering `data` here costs, in 32-byte words of the answer (a page's leaves, a
+/// proof's siblings), known from the calldata alone, before any work: what the endpoint meters.
 #[must_use]
-pub fn answer(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, data: &[u8]) -> Option<Bytes> {
+pub fn words(data: &[u8]) -> u64 {
+    match data.get(..4).and_then(|s| <[u8; 4]>::try_from(s).ok()) {
+        Some(Views::getRateCommitmentsInRangeBoundsInclusiveCall::SELECTOR) => {
+            Views::getRateCommitmentsInRangeBoundsInclusiveCall::abi_decode(data).map_or(1, |c| {
+                u64::from(c.endIndex).saturating_sub(u64::from(c.startIndex)) + 3
+            })
+        }
+        Some(Views::getMerkleProofCall::SELECTOR) => 20,
+        Some(Views::getRecentRootsCall::SELECTOR) => 5,
+        Some(Views::getMembershipInfoCall::SELECTOR) => 3,
+        _ => 1,
+    }
+}
+
+/// The encoded result of the view `data` calls, from `tree` and its last block's `meta`; `None`
+/// when the node must answer (pages of more than `max_page` leaves too).
+#[must_use]
+pub fn answer(
+    tree: &DbTree<PoseidonHasher>,
+    meta: &BlockMeta,
+    data: &[u8],
+    max_page: u64,
+) -> Option<Bytes> {
     let selector: [u8; 4] = data.get(..4)?.try_into().ok()?;
     let encoded = match selector {
         Views::rootCall::SELECTOR => {
@@ -61,7 +83,7 @@ pub fn answer(tree: &DbTree<PoseidonHasher>, meta: &BlockMeta, data: &[u8]) -> O
             let call = canonical_call::<Views::getRateCommitmentsInRangeBoundsInclusiveCall>(data)?;
             let (start, end) = (u64::from(call.startIndex), u64::from(call.endIndex));
             // InvalidPaginationQuery(start, end): the node's revert, with its own data.
-            if start > end || end >= tree.next_index() || end - start + 1 > MAX_LOCAL_PAGE {
+            if start > end || end >= tree.next_index() || end - start + 1 > max_page {
                 return None;
             }
             let leaves = (start..=end)
@@ -152,7 +174,7 @@ mod tests {
             let call = Views::getMerkleProofCall {
                 index: alloy::primitives::Uint::from(index),
             };
-            answer(&tree, &meta, &call.abi_encode())
+            answer(&tree, &meta, &call.abi_encode(), MAX_LOCAL_PAGE)
         };
         for index in [0, 1, 2] {
             assert!(proof(index).is_some(), "{index}");

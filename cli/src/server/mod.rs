@@ -11,6 +11,7 @@
 //! Bad requests get a 4xx with `{"error": ...}`; limits come from [`ServerConfig`] and answer
 //! 413/429/503 when hit.
 
+mod connections;
 mod health;
 mod jsonrpc;
 mod tree;
@@ -167,11 +168,14 @@ pub fn cors(origins: &[String]) -> Result<Option<tower_http::cors::CorsLayer>, C
     ))
 }
 
-/// The HTTP API over `app`, with its limits: body size (413), a concurrency limit that sheds
-/// at once (503), a per-request timeout (503); latency metrics per route; and CORS for the
-/// configured origins.
+/// The HTTP API over `app`, with its limits: body size (413), a per-client cap (429) and a
+/// concurrency limit (503) that refuse at once, a per-request timeout (503); latency metrics
+/// per route; and CORS for the configured origins.
 pub fn router(app: AppState) -> Router {
     let config = app.config.clone();
+    let caps = Arc::new(connections::ClientCaps::new(
+        config.max_concurrent_per_client,
+    ));
     let router = Router::new()
         .route("/health", get(health::health))
         .route("/ready", get(health::ready))
@@ -205,7 +209,12 @@ pub fn router(app: AppState) -> Router {
                 .load_shed()
                 .concurrency_limit(config.max_concurrent_requests.max(1))
                 .timeout(Duration::from_millis(config.request_timeout_ms.max(1))),
-        );
+        )
+        // Outermost: a client over its cap is refused before it takes a server-wide place.
+        .layer(axum::middleware::from_fn_with_state(
+            caps,
+            connections::per_client,
+        ));
     // `bind` checked the origins before the server was built.
     match cors(&config.cors_origins) {
         Ok(Some(layer)) => router.layer(layer),
@@ -243,20 +252,22 @@ pub async fn bind(listen: SocketAddr, config: &ServerConfig) -> Result<BoundServ
 /// Serves `app` on `bound` until `shutdown`, then drains the requests in flight.
 ///
 /// # Errors
-/// The server stops.
+/// None today: a connection's failure ends that connection only.
 pub async fn serve(
     bound: BoundServer,
     app: AppState,
     shutdown: Shutdown,
 ) -> Result<Output, CliError> {
     let status = app.status.clone();
-    axum::serve(bound.listener, router(app))
-        .with_graceful_shutdown(async move {
-            shutdown.wait().await;
-            status.stopping();
-        })
-        .await
-        .map_err(|e| CliError::Usage(format!("server stopped: {e}")))?;
+    let limits = connections::ConnectionLimits {
+        max_connections: app.config.max_connections,
+        header_read_timeout: Duration::from_millis(app.config.header_read_timeout_ms.max(1)),
+    };
+    connections::accept(bound.listener, router(app), limits, async move {
+        shutdown.wait().await;
+        status.stopping();
+    })
+    .await;
     Ok(Output {
         text: String::new(),
         json: json!({"stopped": true}),

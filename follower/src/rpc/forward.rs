@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use alloy::providers::Provider as _;
+use alloy::rpc::json_rpc::{ErrorPayload, Response, ResponsePayload};
 use alloy::transports::{RpcError, TransportErrorKind};
 use serde::{Deserialize, Serialize};
 
@@ -37,14 +37,18 @@ pub struct ForwardPolicy {
     /// to the next provider). `eth_sendRawTransaction` is sent again only when no connection
     /// could be made: a transaction that may have reached a node is not sent twice.
     pub max_attempts: u32,
+    /// Largest answer taken from a node, in bytes: the body is read up to it, and a larger one
+    /// is refused (an error in the request's slot) without being held whole.
+    pub max_answer_bytes: usize,
 }
 
 impl Default for ForwardPolicy {
-    /// 8 s (inside the server's default 10 s), 3 attempts.
+    /// 8 s (inside the server's default 10 s), 3 attempts, answers up to 16 MiB.
     fn default() -> Self {
         Self {
             deadline_ms: 8_000,
             max_attempts: 3,
+            max_answer_bytes: 16 << 20,
         }
     }
 }
@@ -60,6 +64,61 @@ fn never_sent(error: &RpcError<TransportErrorKind>) -> bool {
             .is_some_and(reqwest::Error::is_connect),
         _ => false,
     }
+}
+
+/// Why a forwarded request got no answer.
+enum Sent {
+    /// As alloy's HTTP transport says it (so the one classification applies).
+    Failed(RpcError<TransportErrorKind>),
+    /// The answer's body passed the cap (bytes).
+    TooLarge(usize),
+}
+
+/// One JSON-RPC request to `provider`, its answer read up to `cap` bytes: the node's result
+/// or error object, raw.
+async fn post(
+    provider: &super::provider::Provider,
+    method: &str,
+    params: &serde_json::value::RawValue,
+    cap: usize,
+) -> Result<Result<Box<serde_json::value::RawValue>, ErrorPayload>, Sent> {
+    let failed = |e: reqwest::Error| Sent::Failed(TransportErrorKind::custom(e));
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": method, "params": params});
+    let mut response = provider
+        .http
+        .post(provider.url.clone())
+        .json(&body)
+        .send()
+        .await
+        .map_err(failed)?;
+    let status = response.status();
+    if response
+        .content_length()
+        .is_some_and(|n| usize::try_from(n).map_or(true, |n| n > cap))
+    {
+        return Err(Sent::TooLarge(cap));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(failed)? {
+        if bytes.len() + chunk.len() > cap {
+            return Err(Sent::TooLarge(cap));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    if !status.is_success() {
+        let body = String::from_utf8_lossy(&bytes).into_owned();
+        return Err(Sent::Failed(TransportErrorKind::http_error(
+            status.as_u16(),
+            body,
+        )));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let answer: Response<Box<serde_json::value::RawValue>> = serde_json::from_slice(&bytes)
+        .map_err(|e| Sent::Failed(RpcError::deser_err(e, text.as_ref())))?;
+    Ok(match answer.payload {
+        ResponsePayload::Success(result) => Ok(result),
+        ResponsePayload::Failure(payload) => Err(payload),
+    })
 }
 
 impl ChainClient {
@@ -89,27 +148,26 @@ impl ChainClient {
             let i = (first + attempts as usize) % providers.len();
             attempts += 1;
             let left = deadline.saturating_duration_since(Instant::now());
-            let request = async {
-                providers[i]
-                    .alloy
-                    .raw_request_dyn(method.to_owned().into(), params)
-                    .await
-            };
+            let request = post(&providers[i], method, params, policy.max_answer_bytes);
             // Atomic only so that the future stays `Send`: one task reads and writes it.
             let unsent = AtomicBool::new(false);
             let sent = self.send(name, i, async {
                 match tokio::time::timeout(left, request).await {
                     Err(_) => Err(Failure::Transient("the deadline passed".into())),
-                    Ok(Ok(result)) => Ok(Ok(result)),
-                    Ok(Err(RpcError::ErrorResp(payload))) => Ok(Err(ErrorAnswer {
+                    Ok(Ok(Ok(result))) => Ok(Ok(result)),
+                    Ok(Ok(Err(payload))) => Ok(Err(ErrorAnswer {
                         code: payload.code,
                         message: payload.message.into_owned(),
                         data: payload.data,
                     })),
-                    Ok(Err(e)) => {
+                    Ok(Err(Sent::Failed(e))) => {
                         unsent.store(never_sent(&e), Ordering::Relaxed);
                         Err(classify(&e))
                     }
+                    Ok(Err(Sent::TooLarge(limit))) => Err(Failure::Permanent {
+                        code: None,
+                        message: format!("the node's answer is larger than {limit} bytes"),
+                    }),
                 }
             });
             match sent.await {
@@ -262,6 +320,7 @@ mod tests {
         let policy = ForwardPolicy {
             deadline_ms: 300,
             max_attempts: 3,
+            ..ForwardPolicy::default()
         };
         let (slow, slow_count) = upstream(200, "{}", Duration::from_secs(5)).await;
         let started = Instant::now();
@@ -283,6 +342,7 @@ mod tests {
         let policy = ForwardPolicy {
             deadline_ms: 2_000,
             max_attempts: 3,
+            ..ForwardPolicy::default()
         };
         // A timed-out attempt may have reached the node: a transaction stops there...
         let before = slow_count.load(Ordering::Relaxed);
@@ -309,5 +369,37 @@ mod tests {
             .unwrap();
         assert_eq!(sent.unwrap().get(), "\"0x1\"");
         assert_eq!(fast_count.load(Ordering::Relaxed), 1);
+    }
+
+    /// An answer past the cap is refused, whether its length is announced or not, and not
+    /// asked again (another provider would send the same); one within it passes unchanged.
+    #[tokio::test]
+    async fn answers_past_the_cap_are_refused() {
+        let big = r#"{"jsonrpc":"2.0","id":0,"result":"0x00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"}"#;
+        let (url, count) = upstream(200, big, Duration::ZERO).await;
+        let capped = ForwardPolicy {
+            max_answer_bytes: 64,
+            ..ForwardPolicy::default()
+        };
+        let answer = client(vec![url.clone()])
+            .forward("eth_call", &params(), &capped)
+            .await;
+        match answer {
+            Err(FollowError::Refused { message, .. }) => {
+                assert!(message.contains("larger than 64 bytes"), "{message}");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(count.load(Ordering::Relaxed), 1);
+        let roomy = ForwardPolicy {
+            max_answer_bytes: big.len(),
+            ..ForwardPolicy::default()
+        };
+        let answer = client(vec![url])
+            .forward("eth_call", &params(), &roomy)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(answer.get().starts_with("\"0x0011"));
     }
 }

@@ -40,6 +40,9 @@ pub(crate) struct Provider {
     pub(crate) name: String,
     /// Its alloy client.
     pub(crate) alloy: RootProvider,
+    /// The HTTP client and address under it, for forwarding with a cap on the answer's size.
+    pub(crate) http: reqwest::Client,
+    pub(crate) url: url::Url,
     eip1898: AtomicBool,
     requests: AtomicU64,
     errors: AtomicU64,
@@ -60,7 +63,9 @@ impl Provider {
         let name = display_name(&url);
         Ok(Self {
             name,
-            alloy: RootProvider::new(RpcClient::new_http_with_client(http, url)),
+            alloy: RootProvider::new(RpcClient::new_http_with_client(http.clone(), url.clone())),
+            http,
+            url,
             eip1898: AtomicBool::new(true),
             requests: AtomicU64::new(0),
             errors: AtomicU64::new(0),
