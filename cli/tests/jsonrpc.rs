@@ -13,13 +13,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use alloy::primitives::{Address, Bytes, U256};
+use alloy::primitives::{Address, U256};
 use alloy::providers::{Provider, RootProvider};
 use alloy::rpc::types::{TransactionInput, TransactionRequest};
 use alloy::sol_types::SolCall;
 use chain_harness::workload::{Sent, Workload};
 use chain_harness::LocalChain;
-use common::{get_json, http, http_announcing, spawn_server};
+use common::{ask, blocking, counter, follow_and_serve, hex, http, http_announcing, until_applied};
 use follower::profile::IMembershipSet as C;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -29,54 +29,6 @@ fn blocks() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300)
-}
-
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(f).await.unwrap()
-}
-
-/// The answer of `port` to `body` (a JSON-RPC request or batch), parsed. HTTP/1.0, so that
-/// neither server answers in chunks.
-async fn ask(port: u16, body: Value) -> Value {
-    let body = body.to_string();
-    let text = blocking(move || {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(
-            stream,
-            "POST / HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        response
-    })
-    .await;
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    assert!(head.contains(" 200 "), "{text}");
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"))
-}
-
-/// Waits until the follower behind `port` has applied `block`.
-async fn until_applied(port: u16, block: u64) {
-    let started = Instant::now();
-    loop {
-        let (_, health) = blocking(move || get_json(port, "/health")).await;
-        if health["applied_block"] == block && health["status"] == "synced" {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "block {block} never applied: {health}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-fn hex(data: &[u8]) -> String {
-    format!("{}", Bytes::copy_from_slice(data))
 }
 
 /// The calls compared after a block: every view, with members, freed, unused, out-of-range and
@@ -279,53 +231,6 @@ async fn viem(
 }
 
 /// Sum of a counter's samples with `label` in a Prometheus scrape.
-fn counter(scrape: &str, name: &str, label: &str) -> f64 {
-    scrape
-        .lines()
-        .filter(|l| l.starts_with(name) && l.contains(label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-/// `canopy follow --serve` of `contract` through `rpc`, replaying from the deployment, polling
-/// every 50 ms, with the head watched every 50 ms and `latest` local while that head is under
-/// 10 s old; `extra` is appended to the config file (more of its `[jsonrpc]` section first).
-/// Returns its directory, the process and its port.
-fn follow_and_serve(
-    rpc: &url::Url,
-    contract: Address,
-    extra: &str,
-) -> (tempfile::TempDir, common::KillOnDrop, u16) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("canopy.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\n{extra}"
-        ),
-    )
-    .unwrap();
-    let db = dir.path().join("db");
-    let (server, port) = spawn_server(
-        &[
-            "follow",
-            "--config",
-            config.to_str().unwrap(),
-            "--rpc",
-            rpc.as_str(),
-            "--contract",
-            &contract.to_string(),
-            "--db",
-            db.to_str().unwrap(),
-            "--serve",
-            "127.0.0.1:0",
-        ],
-        &[],
-        &dir.path().join("follow.log"),
-    );
-    (dir, server, port)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn canopy_answers_eth_calls_exactly_as_the_node() {
     let chain = LocalChain::start().await.unwrap();

@@ -82,9 +82,10 @@ pub fn local_call(params: &Value, contract: Address, chain_id: u64) -> Option<Lo
     let data = call.get("data").filter(|v| !v.is_null());
     let input = call.get("input").filter(|v| !v.is_null());
     let data: Bytes = match (data, input) {
-        (Some(d), Some(i)) if d != i => return None,
-        (Some(d), _) | (None, Some(d)) => hex_bytes(d)?,
-        (None, None) => return None,
+        // Both set: geth takes equal ones, hardhat refuses even those ("duplicate field
+        // `data`"). Nodes differ: the node decides.
+        (Some(_), Some(_)) | (None, None) => return None,
+        (Some(d), None) | (None, Some(d)) => hex_bytes(d)?,
     };
     let block = match params.get(1) {
         None | Some(Value::Null) => BlockTag::Latest,
@@ -224,6 +225,7 @@ mod tests {
             json!([{"to": C, "data": "0xebf0c717"}, "safe"]),
             json!([{"to": C, "data": "0xebf0c717"}, "0x01"]),
             json!([{"to": C, "data": "0x01", "input": "0x02"}]),
+            json!([{"to": C, "data": "0x01", "input": "0x01"}]),
             json!([{"to": C, "data": "0x01", "stateDiff": {}}]),
             json!([{"to": C, "data": "0x01", "accessList": [{"address": C, "storageKeys": []}]}]),
             json!([{"to": C}]),

@@ -292,10 +292,12 @@ impl Endpoint {
             .filter(|_| request.get("jsonrpc") == Some(&json!("2.0")));
         let (answer, method, source) = match (id, called) {
             (Some(id), Some(called)) => self.dispatch(request, called, &id, budget).await,
-            // No request object: JSON-RPC 2.0 answers it (its id, else `null`), notification or
-            // not.
-            (id, _) => (
-                invalid_request(&id.unwrap_or(Value::Null)),
+            // No request object: JSON-RPC 2.0 answers it, notification or not, with the id
+            // `null` ("if there was an error in detecting the id in the Request object (e.g.
+            // Invalid Request), it MUST be Null"), as hardhat does; geth echoes a readable id,
+            // so nodes differ and the specification decides.
+            _ => (
+                invalid_request(&Value::Null),
                 String::new(),
                 Source::Refused,
             ),

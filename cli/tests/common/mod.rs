@@ -6,6 +6,9 @@ use std::io::{BufRead, Read, Write};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use alloy::primitives::{Address, Bytes};
+use serde_json::Value;
+
 /// A spawned `canopy` that is killed and reaped when dropped, so a failing assertion never
 /// leaves a server running after the test.
 pub struct KillOnDrop(pub Child);
@@ -139,4 +142,120 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
         std::thread::sleep(Duration::from_millis(20));
     }
     None
+}
+
+// The JSON-RPC endpoint's helpers (`follow --serve` against a local chain), shared by the
+// jsonrpc and differential suites.
+
+/// `f` on a blocking thread.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
+/// `body` posted to `port` as it is: the HTTP status (0 when the connection closed without an
+/// answer) and the body. HTTP/1.0, so that neither server answers in chunks.
+pub async fn post(port: u16, body: String) -> (u16, String) {
+    let text = blocking(move || {
+        use std::io::{Read, Write};
+        let mut stream = match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(stream) => stream,
+            Err(e) => return format!("no connection to port {port}: {e}"),
+        };
+        write!(
+            stream,
+            "POST / HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap_or_else(|e| panic!("writing to port {port}: {e}"));
+        let mut response = String::new();
+        // A reset reads as what arrived before it (nothing: status 0).
+        let _ = stream.read_to_string(&mut response);
+        response
+    })
+    .await;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    // No status: the connection closed without an answer (0, for the caller to report).
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, body.to_owned())
+}
+
+/// The answer of `port` to `body` (a JSON-RPC request or batch), parsed; it must be a 200.
+pub async fn ask(port: u16, body: Value) -> Value {
+    let (status, text) = post(port, body.to_string()).await;
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// Waits until the follower behind `port` has applied `block`.
+pub async fn until_applied(port: u16, block: u64) {
+    let started = Instant::now();
+    loop {
+        let (_, health) = blocking(move || get_json(port, "/health")).await;
+        if health["applied_block"] == block && health["status"] == "synced" {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "block {block} never applied: {health}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Calldata as `0x…` hex.
+pub fn hex(data: &[u8]) -> String {
+    format!("{}", Bytes::copy_from_slice(data))
+}
+
+/// The sum of the samples of metric `name` whose line holds `label`.
+pub fn counter(scrape: &str, name: &str, label: &str) -> f64 {
+    scrape
+        .lines()
+        .filter(|l| l.starts_with(name) && l.contains(label))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// `canopy follow --serve` of `contract` through `rpc`, replaying from the deployment, polling
+/// every 50 ms, with the head watched every 50 ms and `latest` local while that head is under
+/// 10 s old; `extra` is appended to the config file (more of its `[jsonrpc]` section first).
+/// Returns its directory, the process and its port.
+pub fn follow_and_serve(
+    rpc: &url::Url,
+    contract: Address,
+    extra: &str,
+) -> (tempfile::TempDir, KillOnDrop, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("canopy.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\n{extra}"
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("db");
+    let (server, port) = spawn_server(
+        &[
+            "follow",
+            "--config",
+            config.to_str().unwrap(),
+            "--rpc",
+            rpc.as_str(),
+            "--contract",
+            &contract.to_string(),
+            "--db",
+            db.to_str().unwrap(),
+            "--serve",
+            "127.0.0.1:0",
+        ],
+        &[],
+        &dir.path().join("follow.log"),
+    );
+    (dir, server, port)
 }

@@ -156,6 +156,7 @@ fn main() -> ExitCode {
                 "lying_provider_cases",
                 "no_eip1898_cases",
                 "proxy_upgrades",
+                "differential_requests",
             ],
             &["mismatches", "orphaned_commits", "permanent_error_retries"],
             &[
@@ -171,6 +172,7 @@ fn main() -> ExitCode {
                 "lying_provider_cases",
                 "no_eip1898_cases",
                 "proxy_upgrades",
+                "differential_requests",
             ],
         ),
     ];
