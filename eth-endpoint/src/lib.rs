@@ -27,7 +27,9 @@
 //!   a bounded blocking pool ([`EndpointConfig::heavy_workers`] threads), never on the async
 //!   workers that answer nwaku's proofs, and the tree's read lock is held for the reading only,
 //!   not the encoding. Forwarded answers are read up to
-//!   [`EndpointConfig::forward_max_answer_bytes`].
+//!   [`EndpointConfig::forward_max_answer_bytes`], and at most
+//!   [`EndpointConfig::max_forwarded_in_flight`] requests are at the node at once (`-32005`
+//!   past it).
 //!
 //! ```no_run
 //! # async fn example(tree: std::sync::Arc<follower::FollowedTree>, client: follower::ChainClient) {
@@ -95,6 +97,10 @@ pub struct EndpointConfig {
     pub heavy_answer_words: u64,
     /// Threads computing heavy answers at once; more wait their turn.
     pub heavy_workers: usize,
+    /// Requests forwarded to the node at once, from all clients; one more answers `-32005` in
+    /// its slot at once, so the endpoint never multiplies a flood onto the node it shares with
+    /// the follower.
+    pub max_forwarded_in_flight: usize,
 }
 
 impl EndpointConfig {
@@ -146,6 +152,7 @@ impl Default for EndpointConfig {
             local_words_per_body: 65_536,
             heavy_answer_words: 256,
             heavy_workers: 1,
+            max_forwarded_in_flight: 32,
         }
     }
 }
@@ -169,6 +176,8 @@ pub struct Endpoint {
     config: EndpointConfig,
     /// Permits of the blocking pool for heavy answers.
     heavy: Arc<tokio::sync::Semaphore>,
+    /// Permits of requests forwarded at once.
+    forwarding: tokio::sync::Semaphore,
 }
 
 /// The words one request body may still have answered here.
@@ -197,6 +206,8 @@ pub const REQUESTS: &str = "canopy_jsonrpc_requests_total";
 pub const SECONDS: &str = "canopy_jsonrpc_request_seconds";
 /// Name of the counter of calls forwarded because their request body's local budget was spent.
 pub const OVER_BUDGET: &str = "canopy_jsonrpc_over_budget_total";
+/// Name of the counter of requests answered `-32005` because forwarding was at its cap.
+pub const FORWARD_BUSY: &str = "canopy_jsonrpc_forward_busy_total";
 
 impl Endpoint {
     /// An endpoint over `tree` (a follower's database) forwarding to `client`'s providers.
@@ -218,12 +229,14 @@ impl Endpoint {
             "eth_calls forwarded because their request body's local budget was spent"
         );
         let heavy = Arc::new(tokio::sync::Semaphore::new(config.heavy_workers.max(1)));
+        let forwarding = tokio::sync::Semaphore::new(config.max_forwarded_in_flight.max(1));
         Self {
             tree,
             client,
             head,
             config,
             heavy,
+            forwarding,
         }
     }
 
@@ -413,6 +426,14 @@ impl Endpoint {
         let Some(client) = &self.client else {
             return method_not_found(id, method);
         };
+        let Ok(_forwarding) = self.forwarding.try_acquire() else {
+            metrics::counter!(FORWARD_BUSY).increment(1);
+            return error(
+                id,
+                -32005,
+                "too many requests forwarded to the node at once: retry later",
+            );
+        };
         let raw = match RawValue::from_string(params.to_string()) {
             Ok(raw) => raw,
             Err(e) => return error(id, -32602, &format!("invalid params: {e}")),
@@ -478,4 +499,78 @@ fn error(id: &Value, code: i64, message: &str) -> Value {
 
 fn encode(value: &Value) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// An upstream that holds every request for a second before answering `0x1`.
+    async fn slow_upstream() -> url::Url {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap())
+            .parse()
+            .unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 4096];
+                    let _ = socket.read(&mut buffer).await;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let body = r#"{"jsonrpc":"2.0","id":0,"result":"0x1"}"#;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = socket.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        url
+    }
+
+    /// With the cap at two, a batch of three forwarded requests gets two node answers and one
+    /// `-32005` at once, in its own slot.
+    #[tokio::test]
+    async fn forwarding_past_its_cap_is_refused_in_its_slot() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = tree_engines::DbTree::<hasher::PoseidonHasher>::open(
+            &tree_engines::DbConfig::new(dir.path()),
+            tree_core::Depth::new(20).unwrap(),
+        )
+        .unwrap();
+        let client = ChainClient::new(
+            slow_upstream().await,
+            alloy::primitives::Address::ZERO,
+            follower::RetryConfig::default(),
+        )
+        .unwrap();
+        let config = EndpointConfig {
+            max_forwarded_in_flight: 2,
+            ..EndpointConfig::default()
+        };
+        let endpoint = Endpoint::new(
+            Arc::new(FollowedTree::new(tree)),
+            Some(client),
+            Arc::new(HeadView::default()),
+            config,
+        );
+        let batch: Vec<Value> = (0..3)
+            .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "eth_blockNumber", "params": []}))
+            .collect();
+        let answer = endpoint
+            .handle(Value::Array(batch).to_string().as_bytes())
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        let items = answer.as_array().unwrap();
+        let busy: Vec<&Value> = items
+            .iter()
+            .filter(|a| a["error"]["code"] == json!(-32005))
+            .collect();
+        let results = items.iter().filter(|a| a["result"] == json!("0x1")).count();
+        assert_eq!((busy.len(), results), (1, 2), "{answer}");
+    }
 }

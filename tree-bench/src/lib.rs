@@ -1,5 +1,6 @@
 //! Shared pieces of Canopy's benchmarks: the zerokit hasher adapter, timing and memory probes.
 
+pub mod flood;
 pub mod loopback;
 pub mod plot;
 pub mod tune;

@@ -51,7 +51,29 @@ pub fn canopy_exe() -> std::path::PathBuf {
 /// Starts `canopy <args>` with `env`, a command that prints `listening on http://ADDR` first.
 #[must_use]
 pub fn start(args: &[&str], env: &[(&str, &str)]) -> Canopy {
-    let mut command = std::process::Command::new(canopy_exe());
+    start_exe(&canopy_exe(), args, env)
+}
+
+impl Canopy {
+    /// Its peak resident memory so far (`VmHWM`), KiB; 0 where `/proc` does not say.
+    #[must_use]
+    pub fn peak_rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .ok()
+            .and_then(|status| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// Starts the `canopy` at `exe` like [`start`].
+#[must_use]
+pub fn start_exe(exe: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Canopy {
+    let mut command = std::process::Command::new(exe);
     command
         .args(args)
         .env("RUST_LOG", "warn")
