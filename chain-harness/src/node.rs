@@ -210,17 +210,25 @@ impl LocalChain {
             .map_err(rpc)
     }
 
+    /// The receipt of a mined transaction (`what`, for the error).
+    async fn receipt(
+        &self,
+        hash: B256,
+        what: &str,
+    ) -> Result<alloy::rpc::types::TransactionReceipt, HarnessError> {
+        self.provider
+            .get_transaction_receipt(hash)
+            .await
+            .map_err(rpc)?
+            .ok_or_else(|| HarnessError::Rpc(format!("no receipt for {what}")))
+    }
+
     /// Deploys `bytecode` (constructor arguments appended); returns the contract's address.
     async fn deploy(&self, bytecode: Bytes) -> Result<Address, HarnessError> {
         let hash = self.send_raw(None, &bytecode).await?;
         self.mine().await?;
-        let receipt = self
-            .provider
-            .get_transaction_receipt(hash)
-            .await
-            .map_err(rpc)?
-            .ok_or_else(|| HarnessError::Rpc("no receipt for the deployment".into()))?;
-        receipt
+        self.receipt(hash, "the deployment")
+            .await?
             .contract_address
             .ok_or_else(|| HarnessError::Rpc("deployment created no contract".into()))
     }
@@ -273,12 +281,7 @@ impl LocalChain {
             .send(proxy, crate::calls::upgrade_to(implementation))
             .await?;
         self.mine().await?;
-        let receipt = self
-            .provider
-            .get_transaction_receipt(hash)
-            .await
-            .map_err(rpc)?
-            .ok_or_else(|| HarnessError::Rpc("no receipt for the upgrade".into()))?;
+        let receipt = self.receipt(hash, "the upgrade").await?;
         match receipt.block_number {
             Some(block) if receipt.status() => Ok(block),
             _ => Err(HarnessError::Rpc("the upgrade reverted".into())),

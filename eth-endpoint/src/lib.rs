@@ -28,8 +28,8 @@
 //!   workers that answer nwaku's proofs, and the tree's read lock is held for the reading only,
 //!   not the encoding. Forwarded answers are read up to
 //!   [`EndpointConfig::forward_max_answer_bytes`], and at most
-//!   [`EndpointConfig::max_forwarded_in_flight`] requests are at the node at once (`-32005`
-//!   past it).
+//!   [`EndpointConfig::max_forwarded_in_flight`] requests are at the node at once (the others
+//!   wait their turn up to the forwarding deadline, then answer `-32005`).
 //!
 //! ```no_run
 //! # async fn example(tree: std::sync::Arc<follower::FollowedTree>, client: follower::ChainClient) {
@@ -97,9 +97,9 @@ pub struct EndpointConfig {
     pub heavy_answer_words: u64,
     /// Threads computing heavy answers at once; more wait their turn.
     pub heavy_workers: usize,
-    /// Requests forwarded to the node at once, from all clients; one more answers `-32005` in
-    /// its slot at once, so the endpoint never multiplies a flood onto the node it shares with
-    /// the follower.
+    /// Requests forwarded to the node at once, from all clients; one more waits for a place
+    /// at most `forward_deadline_ms`, then answers `-32005` in its slot, so the endpoint never
+    /// multiplies a flood onto the node it shares with the follower.
     pub max_forwarded_in_flight: usize,
 }
 
@@ -426,7 +426,11 @@ impl Endpoint {
         let Some(client) = &self.client else {
             return method_not_found(id, method);
         };
-        let Ok(_forwarding) = self.forwarding.try_acquire() else {
+        // A place at the node, waited for at most the forwarding deadline: a batch of many
+        // forwarded items goes through a few at a time, a flood gets `-32005` past the wait.
+        let wait = Duration::from_millis(self.config.forward_deadline_ms);
+        let Ok(Ok(_forwarding)) = tokio::time::timeout(wait, self.forwarding.acquire()).await
+        else {
             metrics::counter!(FORWARD_BUSY).increment(1);
             return error(
                 id,
@@ -531,8 +535,9 @@ mod tests {
         url
     }
 
-    /// With the cap at two, a batch of three forwarded requests gets two node answers and one
-    /// `-32005` at once, in its own slot.
+    /// With one place at a node that takes a second per request and a deadline of 1.5 s, a
+    /// batch of three forwarded requests gets the first answer, the second after waiting its
+    /// turn, and `-32005` for the third, whose wait passed the deadline, in its own slot.
     #[tokio::test]
     async fn forwarding_past_its_cap_is_refused_in_its_slot() {
         let dir = tempfile::tempdir().unwrap();
@@ -548,7 +553,8 @@ mod tests {
         )
         .unwrap();
         let config = EndpointConfig {
-            max_forwarded_in_flight: 2,
+            max_forwarded_in_flight: 1,
+            forward_deadline_ms: 1_500,
             ..EndpointConfig::default()
         };
         let endpoint = Endpoint::new(

@@ -121,20 +121,11 @@ pub async fn run(config: FloodConfig, canopy: &std::path::Path) -> FloodReport {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    let contract_s = contract.to_string();
-    let server = loopback::start_exe(
+    let server = loopback::follow_and_serve(
         canopy,
-        &[
-            "follow",
-            "--rpc",
-            chain.url().as_str(),
-            "--contract",
-            &contract_s,
-            "--db",
-            db.to_str().unwrap(),
-            "--serve",
-            "127.0.0.1:0",
-        ],
+        chain.url(),
+        contract,
+        &db,
         &[
             ("CANOPY_FOLLOWER__POLL_INTERVAL_MS", "100"),
             // Every client of this run comes from 127.0.0.1: the per-client cap would refuse

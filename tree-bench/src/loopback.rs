@@ -70,6 +70,34 @@ impl Canopy {
     }
 }
 
+/// `canopy follow --serve` (the binary at `exe`) of `contract` through `rpc` into a database at
+/// `db`, with `env`.
+#[must_use]
+pub fn follow_and_serve(
+    exe: &std::path::Path,
+    rpc: &url::Url,
+    contract: alloy::primitives::Address,
+    db: &std::path::Path,
+    env: &[(&str, &str)],
+) -> Canopy {
+    let contract = contract.to_string();
+    start_exe(
+        exe,
+        &[
+            "follow",
+            "--rpc",
+            rpc.as_str(),
+            "--contract",
+            &contract,
+            "--db",
+            db.to_str().unwrap(),
+            "--serve",
+            "127.0.0.1:0",
+        ],
+        env,
+    )
+}
+
 /// Starts the `canopy` at `exe` like [`start`].
 #[must_use]
 pub fn start_exe(exe: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Canopy {

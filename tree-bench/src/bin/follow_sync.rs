@@ -19,7 +19,7 @@ use alloy::eips::BlockId;
 use chain_harness::workload::{Sent, Workload};
 use chain_harness::LocalChain;
 use follower::{ChainClient, Follower, FollowerConfig, RootCheck, SyncMode};
-use tree_bench::loopback::{self, get_ok, load, start};
+use tree_bench::loopback::{self, get_ok, load};
 use tree_core::{Depth, MerkleTree};
 use tree_engines::{DbConfig, DbTree, SharedDbTree};
 
@@ -141,21 +141,8 @@ async fn main() {
     // canopy follow --serve on a database of its own.
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
-    let contract_s = contract.to_string();
-    let server = start(
-        &[
-            "follow",
-            "--rpc",
-            chain.url().as_str(),
-            "--contract",
-            &contract_s,
-            "--db",
-            db.to_str().unwrap(),
-            "--serve",
-            "127.0.0.1:0",
-        ],
-        &[],
-    );
+    let server =
+        loopback::follow_and_serve(&loopback::canopy_exe(), chain.url(), contract, &db, &[]);
     let port = server.port;
     // Wait until it has synced, its member index included.
     let first_member = format!("/member/{:#x}", workload.member_ids()[0]);
