@@ -147,8 +147,8 @@ pub struct ServerConfig {
     /// Requests handled at once; beyond it requests are shed with 503 at once, not queued.
     pub max_concurrent_requests: usize,
     /// Requests of one client address handled at once; beyond it its requests get 429 at once,
-    /// so one client cannot take the whole server. 0: no per-client cap (behind a reverse
-    /// proxy every client has the proxy's address).
+    /// so one client cannot take the whole server. 0 (the default): no per-client cap (behind
+    /// a reverse proxy every client has the proxy's address).
     pub max_concurrent_per_client: usize,
     /// Open connections at once; beyond it new ones are closed on accept.
     pub max_connections: usize,
@@ -183,7 +183,7 @@ impl Default for ServerConfig {
             max_verify_batch: 1024,
             request_timeout_ms: 10_000,
             max_concurrent_requests: 1_024,
-            max_concurrent_per_client: 64,
+            max_concurrent_per_client: 0,
             max_connections: 4_096,
             header_read_timeout_ms: 10_000,
             max_concurrent_verifications: 1,

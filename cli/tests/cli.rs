@@ -361,10 +361,9 @@ fn serve_answers_while_it_applies_blocks() {
 }
 
 /// A client that sends no request, or stays idle after one, loses its connection after the
-/// header-read timeout; a client with its cap of requests in flight gets 429 for one more, and
-/// its place back once that request ends; another server-wide limit is untouched.
+/// header-read timeout, and the server goes on answering.
 #[test]
-fn slow_and_greedy_clients_are_cut_off() {
+fn slow_clients_are_cut_off() {
     use std::io::{Read, Write};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
@@ -372,10 +371,7 @@ fn slow_and_greedy_clients_are_cut_off() {
     ok_json(&["init", "--db", db_s, "--depth", "12"]);
     let (_child, port) = common::spawn_server(
         &["serve", "--db", db_s, "--listen", "127.0.0.1:0"],
-        &[
-            ("CANOPY_SERVER__MAX_CONCURRENT_PER_CLIENT", "1"),
-            ("CANOPY_SERVER__HEADER_READ_TIMEOUT_MS", "300"),
-        ],
+        &[("CANOPY_SERVER__HEADER_READ_TIMEOUT_MS", "300")],
         &dir.path().join("serve.log"),
     );
     // Silent: closed by the server (EOF), long before the read timeout of this test.
@@ -389,38 +385,8 @@ fn slow_and_greedy_clients_are_cut_off() {
     assert_eq!(n, 0, "{:?}", String::from_utf8_lossy(&buffer[..n]));
     assert!(started.elapsed() < Duration::from_secs(10));
 
-    // A request in flight: its headers sent, its body not yet.
-    let mut pending = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        pending,
-        "POST /verify HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
-    )
-    .unwrap();
-    pending.flush().unwrap();
-    let mut refused = None;
-    for _ in 0..100 {
-        let (status, body) = common::http(port, "GET", "/root", None);
-        if status == 429 {
-            refused = Some(body);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let refused = refused.expect("a second request of the same client was not refused");
-    assert!(
-        refused.contains("more than 1 requests of this client"),
-        "{refused}"
-    );
-    drop(pending);
-    let mut answered = 0;
-    for _ in 0..250 {
-        if common::http(port, "GET", "/root", None).0 == 200 {
-            answered += 1;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(answered, 1, "the client's place was not given back");
+    // The server still answers.
+    assert_eq!(common::http(port, "GET", "/root", None).0, 200);
 }
 
 fn hex(bytes: &[u8]) -> String {
