@@ -364,7 +364,7 @@ fn serve_answers_while_it_applies_blocks() {
 /// header-read timeout, and the server goes on answering.
 #[test]
 fn slow_clients_are_cut_off() {
-    use std::io::{Read, Write};
+    use std::io::Read;
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");
     let db_s = db.to_str().unwrap();
