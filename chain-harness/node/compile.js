@@ -1,15 +1,15 @@
-// Compiles contracts/TestMembership.sol, poseidon-solidity's PoseidonT3 and OpenZeppelin's
-// ERC1967Proxy with solc-js (the npm compiler) and writes abi, bytecode and link references as
+// Compiles contracts/TestMembership.sol, contracts/Multicall.sol, poseidon-solidity's PoseidonT3
+// and OpenZeppelin's ERC1967Proxy with solc-js (the npm compiler) and writes abi, bytecode and link references as
 // one JSON file: argv[2].
 const fs = require("fs");
 const path = require("path");
 const solc = require("solc");
 
 const here = __dirname;
-const source = fs.readFileSync(path.join(here, "..", "contracts", "TestMembership.sol"), "utf8");
+const contract = (name) => ({ content: fs.readFileSync(path.join(here, "..", "contracts", name), "utf8") });
 const input = {
   language: "Solidity",
-  sources: { "TestMembership.sol": { content: source } },
+  sources: { "TestMembership.sol": contract("TestMembership.sol"), "Multicall.sol": contract("Multicall.sol") },
   settings: {
     optimizer: { enabled: true, runs: 200 },
     // shanghai, not cancun: ganache 7.9.2 (the second node kind of the tests) runs up to it.
@@ -33,6 +33,7 @@ if (errors.length > 0) {
 const membership = output.contracts["TestMembership.sol"].TestMembership;
 const poseidon = output.contracts["poseidon-solidity/PoseidonT3.sol"].PoseidonT3;
 const proxy = output.contracts["@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol"].ERC1967Proxy;
+const multicall = output.contracts["Multicall.sol"].Multicall;
 const out = {
   solc: solc.version(),
   membership: {
@@ -42,6 +43,7 @@ const out = {
   },
   poseidonT3: { bytecode: poseidon.evm.bytecode.object },
   erc1967Proxy: { bytecode: proxy.evm.bytecode.object },
+  multicall: { bytecode: multicall.evm.bytecode.object },
 };
 fs.mkdirSync(path.dirname(process.argv[2]), { recursive: true });
 fs.writeFileSync(process.argv[2], JSON.stringify(out));

@@ -16,6 +16,11 @@ sol! {
         function initialize() external;
         function upgradeToAndCall(address newImplementation, bytes memory data) external payable;
     }
+
+    /// `contracts/Multicall.sol`: several calls to one contract in one transaction.
+    interface IMulticall {
+        function aggregate(address target, bytes[] calldata calls) external;
+    }
 }
 
 use ITestMembership as I;
@@ -96,4 +101,14 @@ pub fn upgrade_to(implementation: alloy::primitives::Address) -> Bytes {
     }
     .abi_encode()
     .into()
+}
+
+/// `aggregate(target, calls)` of the harness's multicall contract
+/// ([`LocalChain::deploy_multicall`](crate::LocalChain::deploy_multicall)): `calls` (each the
+/// calldata of one call to `target`) in one transaction, in order.
+#[must_use]
+pub fn multicall(target: alloy::primitives::Address, calls: Vec<Bytes>) -> Bytes {
+    IMulticall::aggregateCall { target, calls }
+        .abi_encode()
+        .into()
 }

@@ -174,6 +174,12 @@ impl LocalChain {
         }
     }
 
+    /// The node process's id (to read its memory from `/proc`, for example).
+    #[must_use]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The node's JSON-RPC URL.
     #[must_use]
     pub fn url(&self) -> &url::Url {
@@ -286,6 +292,17 @@ impl LocalChain {
             Some(block) if receipt.status() => Ok(block),
             _ => Err(HarnessError::Rpc("the upgrade reverted".into())),
         }
+    }
+
+    /// Deploys the harness's multicall contract (`contracts/Multicall.sol`): send it
+    /// [`calls::multicall`](crate::calls::multicall) to make several calls in one transaction.
+    ///
+    /// # Errors
+    /// Missing artifact, RPC failures.
+    pub async fn deploy_multicall(&self) -> Result<Address, HarnessError> {
+        let artifact = Artifact::read()?;
+        let bytecode = decode_hex(&artifact.hex("/multicall/bytecode")?)?;
+        self.deploy(bytecode.into()).await
     }
 
     /// Deploys an implementation for a proxy (`stores_roots` as in

@@ -65,13 +65,16 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
     // server setting stops the follower here, rather than leaving it following with no server.
     let bound = match config.listen {
         Some(listen) => {
-            let (deadline, timeout) = (
+            let (deadline, wait, timeout) = (
                 config.jsonrpc.forward_deadline_ms,
+                config.jsonrpc.latest_wait_ms,
                 config.server.request_timeout_ms,
             );
-            if deadline >= timeout {
+            // A `latest` call may wait for the follower, then be forwarded: both within the
+            // server's timeout, so a forwarded item that times out answers in its own slot.
+            if deadline.saturating_add(wait) >= timeout {
                 return Err(CliError::Config(format!(
-                    "jsonrpc.forward_deadline_ms ({deadline}) must be below server.request_timeout_ms ({timeout}): a forwarded item that times out answers in its own slot only then"
+                    "jsonrpc.forward_deadline_ms ({deadline}) plus jsonrpc.latest_wait_ms ({wait}) must be below server.request_timeout_ms ({timeout}): a forwarded item that times out answers in its own slot only then"
                 )));
             }
             Some(runtime.block_on(crate::server::bind(listen, &config.server))?)
@@ -87,10 +90,11 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
     let client = ChainClient::with_providers(urls, contract, retry, config.quorum)
         .map_err(CliError::from)?;
     let status = Arc::new(SyncStatus::following(client.clone()));
-    // What `latest` is for the JSON-RPC endpoint: the node's head, watched while serving.
-    let head = Arc::new(eth_endpoint::HeadView::default());
     let mut follower =
         Follower::new(client, follower_config, shared.clone()).map_err(CliError::from)?;
+    // What `latest` is for the JSON-RPC endpoint: the node's head, watched while serving; a new
+    // head wakes the follower, and a block the follower applied at the head is `latest` at once.
+    let head = Arc::new(eth_endpoint::HeadView::default().waking(follower.waker()));
     let summary_every = Duration::from_secs(config.log.summary_interval_secs.max(1));
     let human_progress = config.log.format == crate::config::LogFormat::Text;
     let result = runtime.block_on(async {
@@ -125,6 +129,15 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
         let mut report = Report::new(human_progress, summary_every);
         let mut on_step = |step: Result<&StepOutcome, &FollowError>| match step {
             Ok(outcome) => {
+                let applied = shared.read(|t| follower::read_block(t).ok().flatten());
+                if let (Some(asked), Some(meta)) = (outcome.head_asked, applied) {
+                    if let Some(hash) = meta.hash.filter(|_| meta.number == outcome.head) {
+                        head.applied_head(meta.number, hash, asked);
+                    }
+                }
+                if outcome.blocks_committed > 0 || outcome.rewound > 0 {
+                    head.tree_moved();
+                }
                 status.stepped(outcome);
                 report.step(outcome, shared.read(MerkleTree::next_index));
             }

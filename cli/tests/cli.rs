@@ -360,20 +360,26 @@ fn serve_answers_while_it_applies_blocks() {
     child.0.wait().unwrap();
 }
 
+/// `canopy serve` of a new empty tree (depth 12) with `env`: its directory, process and port.
+fn serve_empty(env: &[(&str, &str)]) -> (tempfile::TempDir, common::KillOnDrop, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db_s = db.to_str().unwrap();
+    ok_json(&["init", "--db", db_s, "--depth", "12"]);
+    let (child, port) = common::spawn_server(
+        &["serve", "--db", db_s, "--listen", "127.0.0.1:0"],
+        env,
+        &dir.path().join("serve.log"),
+    );
+    (dir, child, port)
+}
+
 /// A client that sends no request, or stays idle after one, loses its connection after the
 /// header-read timeout, and the server goes on answering.
 #[test]
 fn slow_clients_are_cut_off() {
     use std::io::Read;
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    let db_s = db.to_str().unwrap();
-    ok_json(&["init", "--db", db_s, "--depth", "12"]);
-    let (_child, port) = common::spawn_server(
-        &["serve", "--db", db_s, "--listen", "127.0.0.1:0"],
-        &[("CANOPY_SERVER__HEADER_READ_TIMEOUT_MS", "300")],
-        &dir.path().join("serve.log"),
-    );
+    let (_dir, _child, port) = serve_empty(&[("CANOPY_SERVER__HEADER_READ_TIMEOUT_MS", "300")]);
     // Silent: closed by the server (EOF), long before the read timeout of this test.
     let mut silent = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     silent
@@ -387,6 +393,52 @@ fn slow_clients_are_cut_off() {
 
     // The server still answers.
     assert_eq!(common::http(port, "GET", "/root", None).0, 200);
+}
+
+/// A client with its cap of requests in flight gets 429 for one more, before it takes a
+/// server-wide place, and its place back once that request ends. The request in flight has sent
+/// its headers and not its body, and is held past the header-read timeout: that timeout is for
+/// headers, a slow body is the request timeout's.
+#[test]
+fn greedy_clients_are_refused_past_their_cap() {
+    use std::io::Write;
+    let (_dir, _child, port) = serve_empty(&[
+        ("CANOPY_SERVER__MAX_CONCURRENT_PER_CLIENT", "1"),
+        ("CANOPY_SERVER__HEADER_READ_TIMEOUT_MS", "300"),
+    ]);
+    // A request in flight: its headers sent, its body not yet.
+    let mut pending = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        pending,
+        "POST /verify HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
+    )
+    .unwrap();
+    pending.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    let mut refused = None;
+    for _ in 0..100 {
+        let (status, body) = common::http(port, "GET", "/root", None);
+        if status == 429 {
+            refused = Some(body);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let refused = refused.expect("a second request of the same client was not refused");
+    assert!(
+        refused.contains("more than 1 requests of this client"),
+        "{refused}"
+    );
+    drop(pending);
+    let mut answered = false;
+    for _ in 0..250 {
+        if common::http(port, "GET", "/root", None).0 == 200 {
+            answered = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(answered, "the client's place was not given back");
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -576,7 +628,7 @@ fn a_server_that_cannot_start_stops_the_command_at_once() {
         ),
         (
             "[jsonrpc]\nforward_deadline_ms = 10000\n",
-            "jsonrpc.forward_deadline_ms (10000) must be below",
+            "jsonrpc.forward_deadline_ms (10000) plus jsonrpc.latest_wait_ms (1000) must be below",
         ),
     ] {
         write(&config, settings);

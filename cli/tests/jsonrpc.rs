@@ -548,7 +548,8 @@ async fn latest_is_forwarded_while_the_follower_lags() {
     chain.set_automine(false).await.unwrap();
     let node = chain.url().port().unwrap();
     let proxy = integration_tests::proxy::FaultProxy::start(chain.url(), 3).await;
-    let (_dir, _server, canopy) = follow_and_serve(&proxy.url, contract, "");
+    // Each `latest` call waits this long for the lagging follower before it is forwarded.
+    let (_dir, _server, canopy) = follow_and_serve(&proxy.url, contract, "latest_wait_ms = 100");
     let mut workload = Workload::new(61);
     workload.empty_block = 0.0;
     let mut sent = Sent::default();
@@ -627,6 +628,86 @@ async fn latest_is_forwarded_while_the_follower_lags() {
     assert_eq!(
         count(&after, "local") - count(&before, "local"),
         (2 * asked + 1) as f64
+    );
+}
+
+/// Right after each block: the head watcher's new head wakes the follower at once (its poll
+/// interval here is a minute, so only the wake can apply the block in time), and `latest` calls
+/// made while it applies the block wait for it and are answered here, not forwarded. Before the
+/// wait, every `latest` call between the head watcher's question and the follower's next step
+/// went to the node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latest_is_answered_here_right_after_each_block() {
+    let chain = LocalChain::start().await.unwrap();
+    let contract = chain.deploy_membership(false).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let node = chain.url().port().unwrap();
+    let mut workload = Workload::new(62);
+    let mut sent = Sent::default();
+    workload
+        .register_block(&chain, contract, 4, 2, &mut sent)
+        .await
+        .unwrap();
+    let (_dir, _server, canopy) = common::follow_and_serve_with(
+        chain.url(),
+        contract,
+        "[follower]\nsync = \"replay\"\npoll_interval_ms = 60000\n[jsonrpc]\nhead_poll_ms = 50\nlatest_wait_ms = 1500\n",
+    );
+    until_applied(canopy, chain.block_number().await.unwrap()).await;
+    let scrape = || async {
+        blocking(move || http(canopy, "GET", "/metrics", None))
+            .await
+            .1
+    };
+    let calls_from = |scrape: &str, source: &str| {
+        counter(
+            scrape,
+            "canopy_jsonrpc_requests_total",
+            &format!("method=\"eth_call\",source=\"{source}\""),
+        )
+    };
+    let root_call = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "eth_call",
+        "params": [{"to": contract, "data": hex(&C::rootCall {}.abi_encode())}, "latest"],
+    });
+    let before = scrape().await;
+    let mut asked = 0u64;
+    for round in 0..5 {
+        let block = workload
+            .register_block(&chain, contract, 1, 1, &mut sent)
+            .await
+            .unwrap();
+        // For a second after the block, a call every 20 ms: whichever block each one is
+        // answered at, once the follower has the new block every answer is the node's root.
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(1) {
+            ask(canopy, root_call.clone()).await;
+            asked += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let (_, health) = blocking(move || common::get_json(canopy, "/health")).await;
+        assert_eq!(
+            health["applied_block"].as_u64(),
+            Some(block),
+            "round {round}: the new head did not wake the follower within a second"
+        );
+        assert_eq!(
+            ask(canopy, root_call.clone()).await,
+            ask(node, root_call.clone()).await,
+            "round {round}"
+        );
+        asked += 1;
+    }
+    let after = scrape().await;
+    let local = calls_from(&after, "local") - calls_from(&before, "local");
+    let forwarded = calls_from(&after, "forwarded") - calls_from(&before, "forwarded");
+    println!("{asked} latest calls after 5 blocks: {local} answered here, {forwarded} forwarded");
+    assert_eq!(local + forwarded, asked as f64);
+    // A call may still be forwarded when the machine stalls past the 1.5 s wait; before the
+    // wait, about three in four were (those after the head watcher's question).
+    assert!(
+        forwarded <= asked as f64 / 20.0,
+        "{forwarded} of {asked} forwarded"
     );
 }
 

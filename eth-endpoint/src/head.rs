@@ -16,6 +16,12 @@ use crate::call::BlockTag;
 pub struct HeadView {
     epoch: Instant,
     seen: Mutex<Option<SeenHead>>,
+    /// Told when the head moves (the follower's [`waker`](follower::Follower::waker)), so the
+    /// block is applied at once and `latest` is answered here again soon after.
+    wake: Option<Arc<tokio::sync::Notify>>,
+    /// Told when the head moves or the tree does: what a `latest` call waiting for the two to
+    /// meet waits on (see [`Self::moved`]).
+    moved: tokio::sync::Notify,
 }
 
 /// One observation of the node's head.
@@ -32,6 +38,8 @@ impl Default for HeadView {
         Self {
             epoch: Instant::now(),
             seen: Mutex::new(None),
+            wake: None,
+            moved: tokio::sync::Notify::new(),
         }
     }
 }
@@ -45,15 +53,68 @@ impl HeadView {
     /// The node was asked its head at `asked` and answered block `number` with `hash`: the
     /// answer is as old as the question, however long the node took.
     pub fn observed_at(&self, number: u64, hash: B256, asked: Instant) {
+        self.record(number, hash, asked, true, |_| true);
+    }
+
+    /// The follower applied block `number` (`hash`), which was the node's head when it was
+    /// asked at `asked`: taken only past the head already seen, so the watcher's newer answer
+    /// (or its report of a block replaced at that height) always wins. Between two polls of the
+    /// watcher, this is what makes the applied block `latest` at once.
+    pub fn applied_head(&self, number: u64, hash: B256, asked: Instant) {
+        self.record(number, hash, asked, false, |seen| {
+            seen.is_none_or(|seen| number > seen.number)
+        });
+    }
+
+    /// Tells the follower (through `wake`) when the head moves.
+    #[must_use]
+    pub fn waking(mut self, wake: Arc<tokio::sync::Notify>) -> Self {
+        self.wake = Some(wake);
+        self
+    }
+
+    /// Records (`number`, `hash`) asked at `asked` if `take` accepts the head seen before; with
+    /// `wake`, wakes the follower when the head moved.
+    fn record(
+        &self,
+        number: u64,
+        hash: B256,
+        asked: Instant,
+        wake: bool,
+        take: impl FnOnce(Option<SeenHead>) -> bool,
+    ) {
         let since = asked.saturating_duration_since(self.epoch);
         let at_ms = u64::try_from(since.as_millis()).unwrap_or(u64::MAX);
-        if let Ok(mut seen) = self.seen.lock() {
-            *seen = Some(SeenHead {
-                number,
-                hash,
-                at_ms,
-            });
+        let Ok(mut seen) = self.seen.lock() else {
+            return;
+        };
+        if !take(*seen) {
+            return;
         }
+        let moved = seen.is_none_or(|s| (s.number, s.hash) != (number, hash));
+        *seen = Some(SeenHead {
+            number,
+            hash,
+            at_ms,
+        });
+        drop(seen);
+        if moved {
+            self.moved.notify_waiters();
+        }
+        if let Some(follower) = self.wake.as_ref().filter(|_| wake && moved) {
+            follower.notify_one();
+        }
+    }
+
+    /// The follower committed or rewound blocks: `latest` calls waiting for the tree look again.
+    pub fn tree_moved(&self) {
+        self.moved.notify_waiters();
+    }
+
+    /// Resolves at the next move of the head or the tree ([`Self::tree_moved`]). Pin it and
+    /// `enable()` it before looking at the two, so a move in between is not missed.
+    pub fn next_move(&self) -> tokio::sync::futures::Notified<'_> {
+        self.moved.notified()
     }
 
     /// The node did not answer: its head is no longer known.

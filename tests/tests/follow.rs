@@ -3,6 +3,7 @@
 //! `getMerkleProof` are the oracle.
 
 use alloy::eips::BlockId;
+use alloy::primitives::Bytes;
 use chain_harness::workload::{Sent, Workload};
 use chain_harness::LocalChain;
 use follower::{contract_root, FollowError, FollowerConfig, RootCheck, SyncMode};
@@ -342,6 +343,113 @@ async fn a_proxy_upgraded_to_a_root_history_replays_from_its_deployment() {
             ("mismatches", 0),
         ],
         &[],
+    );
+}
+
+/// Several erasure calls in one transaction, as a multicall or a smart account sends them (anyone
+/// may erase an expired membership): lazy then full, full then lazy, a registration with its
+/// lazy erasures beside a full erasure, lazy ones around a full one. For both implementations
+/// behind the proxy (with and without the root history): the live follower, a fresh replay and a
+/// state sync all hold `root()` after every block, and the indices freed lazily are reused as
+/// the contract reuses them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erasures_of_several_calls_in_one_transaction_are_resolved_per_call() {
+    use alloy::primitives::U256;
+    use chain_harness::calls;
+    let chain = LocalChain::start().await.unwrap();
+    let mut transactions = 0u64;
+    for stores_roots in [true, false] {
+        let contract = chain.deploy_membership_proxy(stores_roots).await.unwrap();
+        let multicall = chain.deploy_multicall().await.unwrap();
+        chain.set_automine(false).await.unwrap();
+        let mut live = temp_follower(chain.url(), contract, config(SyncMode::Replay));
+        let id = |n: u64| U256::from(1_000 + n);
+        let mine = |batches| mine_calls(&chain, contract, multicall, batches);
+        let registrations = (0..12)
+            .map(|n| vec![calls::register(id(n), 1 + n as u32)])
+            .collect();
+        let (block, _) = mine(registrations).await;
+        holds_root(&mut live, block, "registrations", stores_roots).await;
+        let erase = |n: u64, full: Option<bool>| calls::erase(vec![id(n)], full);
+        let batches = vec![
+            // lazy, then full (the case)
+            vec![erase(0, None), erase(1, Some(true))],
+            // full, then lazy
+            vec![erase(2, Some(true)), erase(3, None)],
+            // lazy, full, lazy; an explicit `false` is lazy too
+            vec![erase(4, None), erase(5, Some(true)), erase(6, Some(false))],
+            // a registration with its lazy erasure (reusing the index freed), then a full one
+            vec![
+                calls::register_erasing(id(100), 7, vec![id(7)]),
+                erase(8, Some(true)),
+            ],
+            // two full erasures, then an expiry kept lazy
+            vec![
+                calls::erase(vec![id(9), id(10)], Some(true)),
+                calls::expire(vec![id(11)], false),
+            ],
+        ];
+        let (block, sent) = mine(batches).await;
+        transactions += sent;
+        holds_root(&mut live, block, "multicalls", stores_roots).await;
+        // The lazily freed indices are reused by the next registrations.
+        let registrations = (200..206)
+            .map(|n| vec![calls::register(id(n), 3)])
+            .collect();
+        let (block, _) = mine(registrations).await;
+        holds_root(&mut live, block, "reuse", stores_roots).await;
+
+        let mut fresh = temp_follower(chain.url(), contract, config(SyncMode::Replay));
+        fresh.sync_to_head().await.unwrap();
+        assert_eq!(root_of(&fresh), root_of(&live), "fresh replay");
+        let mut joining = temp_follower(chain.url(), contract, config(SyncMode::State));
+        joining.sync_to_head().await.unwrap();
+        assert_eq!(root_of(&joining), root_of(&live), "state sync");
+        let ids: Vec<U256> = (0..12).chain(100..101).chain(200..206).map(id).collect();
+        let head = live.last_block().unwrap().unwrap().number;
+        assert_members_match(&live, head, &ids, "live").await;
+        assert_members_match(&fresh, head, &ids, "fresh replay").await;
+    }
+    report::record(
+        "chain",
+        "multicall",
+        &[("multicall_transactions", transactions), ("mismatches", 0)],
+        &[],
+    );
+}
+
+/// Sends each of `batches` as one transaction (a batch of one straight to `contract`, more
+/// through `multicall`) and mines them in one block; returns the block and the transactions.
+async fn mine_calls(
+    chain: &LocalChain,
+    contract: alloy::primitives::Address,
+    multicall: alloy::primitives::Address,
+    batches: Vec<Vec<Bytes>>,
+) -> (u64, u64) {
+    let mut hashes = Vec::new();
+    for calls in batches {
+        let hash = match calls.as_slice() {
+            [one] => chain.send(contract, one.clone()).await,
+            _ => {
+                let data = chain_harness::calls::multicall(contract, calls);
+                chain.send(multicall, data).await
+            }
+        };
+        hashes.push(hash.unwrap());
+    }
+    let block = chain.mine().await.unwrap();
+    assert_eq!(chain.failed_transactions(&hashes).await.unwrap(), 0);
+    (block, hashes.len() as u64)
+}
+
+/// Brings `live` to the head and checks its root against the contract's `root()` at `block`.
+async fn holds_root(live: &mut follower::Follower, block: u64, case: &str, stores_roots: bool) {
+    live.sync_to_head().await.unwrap();
+    let theirs = contract_root(live.client(), block).await.unwrap();
+    assert_eq!(
+        root_of(live),
+        theirs,
+        "{case} (root history: {stores_roots})"
     );
 }
 

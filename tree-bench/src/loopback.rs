@@ -58,16 +58,23 @@ impl Canopy {
     /// Its peak resident memory so far (`VmHWM`), KiB; 0 where `/proc` does not say.
     #[must_use]
     pub fn peak_rss_kib(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .ok()
-            .and_then(|status| {
-                status
-                    .lines()
-                    .find_map(|l| l.strip_prefix("VmHWM:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            })
-            .unwrap_or(0)
+        peak_rss_kib(self.child.id())
     }
+}
+
+/// The peak resident memory so far (`VmHWM`) of process `pid`, KiB; 0 where `/proc` does not
+/// say.
+#[must_use]
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// `canopy follow --serve` (the binary at `exe`) of `contract` through `rpc` into a database at

@@ -230,21 +230,31 @@ pub fn follow_and_serve(
     contract: Address,
     extra: &str,
 ) -> (tempfile::TempDir, KillOnDrop, u16) {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("canopy.toml");
-    std::fs::write(
-        &config,
-        format!(
+    follow_and_serve_with(
+        rpc,
+        contract,
+        &format!(
             "[follower]\nsync = \"replay\"\npoll_interval_ms = 50\n[jsonrpc]\nlatest_max_age_ms = 10000\nhead_poll_ms = 50\n{extra}"
         ),
     )
-    .unwrap();
+}
+
+/// `canopy follow --serve` of `contract` through `rpc` with the config file `config`, in a
+/// directory of its own; returns the directory, the process and its port.
+pub fn follow_and_serve_with(
+    rpc: &url::Url,
+    contract: Address,
+    config: &str,
+) -> (tempfile::TempDir, KillOnDrop, u16) {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("canopy.toml");
+    std::fs::write(&config_path, config).unwrap();
     let db = dir.path().join("db");
     let (server, port) = spawn_server(
         &[
             "follow",
             "--config",
-            config.to_str().unwrap(),
+            config_path.to_str().unwrap(),
             "--rpc",
             rpc.as_str(),
             "--contract",

@@ -45,6 +45,8 @@ pub struct StepOutcome {
     pub block: u64,
     /// The newest block the node reported.
     pub head: u64,
+    /// When the node was asked for `head`: how old that answer is.
+    pub head_asked: Option<std::time::Instant>,
     /// The block the follower is heading for (head less confirmations).
     pub target: u64,
     /// Blocks committed by this step.
@@ -102,6 +104,10 @@ pub struct Follower {
     root_history: Option<(u64, bool)>,
     /// The contract's deployment block, once a replay from it asked.
     deployed: Option<u64>,
+    /// Ends [`Self::run`]'s wait between steps early: whoever sees a new head first (the
+    /// JSON-RPC endpoint's head watcher) says so, and the block is applied at once rather than
+    /// a poll interval later.
+    wake: Arc<tokio::sync::Notify>,
 }
 
 /// How often one [`Follower::step`] starts over after the chain moved under it.
@@ -136,7 +142,15 @@ impl Follower {
             verify_history: true,
             root_history: None,
             deployed: None,
+            wake: Arc::new(tokio::sync::Notify::new()),
         })
+    }
+
+    /// What to notify when the node has a new head: [`Self::run`] then steps at once instead
+    /// of at the end of its poll interval (which stays the fallback).
+    #[must_use]
+    pub fn waker(&self) -> Arc<tokio::sync::Notify> {
+        self.wake.clone()
     }
 
     /// The tree.
@@ -237,10 +251,12 @@ impl Follower {
 
     async fn step_once(&mut self) -> Result<StepOutcome, FollowError> {
         let binding = self.binding().await?;
+        let head_asked = std::time::Instant::now();
         let head = self.client.head().await?;
         let target = head.saturating_sub(self.config.confirmations);
         let mut outcome = StepOutcome {
             head,
+            head_asked: Some(head_asked),
             target,
             ..StepOutcome::default()
         };
@@ -387,26 +403,30 @@ impl Follower {
         let poll = Duration::from_millis(self.config.poll_interval_ms);
         let mut backoff = Backoff::new(&self.config.retry);
         loop {
-            let wait = tokio::select! {
+            // A caught-up follower waits for the poll interval or a new head, whichever comes
+            // first; a failed step waits its backoff whatever the head does.
+            let (wait, wakeable) = tokio::select! {
                 () = &mut stop => return Ok(()),
                 result = self.step() => match result {
                     Ok(outcome) => {
                         on_step(Ok(&outcome), &self.stats());
                         backoff.reset();
-                        if outcome.caught_up { poll } else { Duration::ZERO }
+                        if outcome.caught_up { (poll, true) } else { (Duration::ZERO, false) }
                     }
                     Err(e) if e.is_transient() => {
                         tracing::warn!("follow step failed, will retry: {e}");
                         on_step(Err(&e), &self.stats());
-                        backoff.next_wait()
+                        (backoff.next_wait(), false)
                     }
                     Err(e) => return Err(e),
                 },
             };
             if !wait.is_zero() {
+                let wake = self.wake.clone();
                 tokio::select! {
                     () = &mut stop => return Ok(()),
                     () = tokio::time::sleep(wait) => {}
+                    () = wake.notified(), if wakeable => {}
                 }
             }
         }

@@ -156,7 +156,9 @@ fn main() -> ExitCode {
                 "lying_provider_cases",
                 "no_eip1898_cases",
                 "proxy_upgrades",
+                "multicall_transactions",
                 "differential_requests",
+                "flood_bodies",
             ],
             &["mismatches", "orphaned_commits", "permanent_error_retries"],
             &[
@@ -172,7 +174,9 @@ fn main() -> ExitCode {
                 "lying_provider_cases",
                 "no_eip1898_cases",
                 "proxy_upgrades",
+                "multicall_transactions",
                 "differential_requests",
+                "flood_bodies",
             ],
         ),
     ];
