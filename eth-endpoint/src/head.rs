@@ -20,7 +20,7 @@ pub struct HeadView {
     /// block is applied at once and `latest` is answered here again soon after.
     wake: Option<Arc<tokio::sync::Notify>>,
     /// Told when the head moves or the tree does: what a `latest` call waiting for the two to
-    /// meet waits on (see [`Self::moved`]).
+    /// meet waits on (see [`Self::next_move`]).
     moved: tokio::sync::Notify,
 }
 
