@@ -34,8 +34,10 @@ use serde::{Deserialize, Serialize};
 mod avx512;
 mod lane_rounds;
 mod poseidon;
+mod poseidon2;
 
 pub use poseidon::{PoseidonLanes, PoseidonRounds, MAX_WIDTH};
+pub use poseidon2::{Poseidon2Lanes, Poseidon2Rounds};
 
 /// Errors of this crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +55,18 @@ pub enum LanesError {
         partial: usize,
         /// Sparse matrices given.
         sparse: usize,
+    },
+    /// A Poseidon2 width the lanes do not take (2, 3 and 4; for 2 and 3 with the standard
+    /// internal diagonal, which the kernel evaluates as additions).
+    #[error("Poseidon2 width {0} (or its internal diagonal): the lanes take t = 2, 3, 4 with the paper's matrices")]
+    Poseidon2Width(usize),
+    /// Poseidon2 rounds with unequal numbers of external rounds before and after the internal ones.
+    #[error("Poseidon2 rounds: {first} external rounds before the internal ones, {last} after")]
+    Poseidon2Shape {
+        /// External rounds before.
+        first: usize,
+        /// External rounds after.
+        last: usize,
     },
 }
 

@@ -45,13 +45,13 @@ pub struct PoseidonLanes<F, const T: usize> {
     field: PhantomData<F>,
 }
 
-fn limbs<F: LaneField>(x: &F) -> Limbs {
+pub(crate) fn limbs<F: LaneField>(x: &F) -> Limbs {
     let mut out = [0; LIMBS];
     x.encode(&mut out);
     out
 }
 
-fn vector<F: LaneField, const T: usize>(v: &[F; T]) -> [Limbs; T] {
+pub(crate) fn vector<F: LaneField, const T: usize>(v: &[F; T]) -> [Limbs; T] {
     core::array::from_fn(|i| limbs(&v[i]))
 }
 
@@ -60,7 +60,7 @@ fn matrix<F: LaneField, const T: usize>(m: &[[F; T]; T]) -> [[Limbs; T]; T] {
 }
 
 /// `2^k mod p` as a plain (not Montgomery) integer in limbs.
-fn power_of_two<F: PrimeLanes>(k: u64) -> Limbs {
+pub(crate) fn power_of_two<F: PrimeLanes>(k: u64) -> Limbs {
     crate::split52(F::from(2u64).pow([k]).into_bigint().0)
 }
 

@@ -23,6 +23,7 @@
 pub mod msm;
 pub mod node;
 pub mod ops;
+pub mod poseidon2_lanes;
 pub mod poseidon_lanes;
 pub mod proof;
 pub mod rln_batch;
@@ -76,6 +77,11 @@ pub const TARGETS: &[Target] = &[
         name: "poseidon_lanes",
         run: poseidon_lanes::run,
         seeds: poseidon_lanes::seeds,
+    },
+    Target {
+        name: "poseidon2_lanes",
+        run: poseidon2_lanes::run,
+        seeds: poseidon2_lanes::seeds,
     },
     Target {
         name: "tree_ops",

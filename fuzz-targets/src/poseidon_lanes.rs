@@ -12,7 +12,7 @@ use ark_ff::{Field, PrimeField};
 use hasher::{hash_pairs, hash_pairs_interleaved, poseidon_light, Fr, Hasher, PoseidonHasher};
 
 /// An input from up to 33 bytes: the first picks an edge value or the field reduction.
-fn element(bytes: &[u8]) -> Fr {
+pub(crate) fn element(bytes: &[u8]) -> Fr {
     let Some((&shape, rest)) = bytes.split_first() else {
         return Fr::from(0u64);
     };

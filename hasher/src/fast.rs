@@ -381,7 +381,7 @@ impl<const T: usize> FastPoseidon<T> {
             && lanes_selected()
             && self.lanes.permute_first(&states[..n], &mut out[..n])
         {
-            LANE_PERMUTATIONS.fetch_add(n as u64, Ordering::Relaxed);
+            count_lane_permutations(n);
             return;
         }
         self.permute_first_scalar(&states[..n], &mut out[..n]);
@@ -459,7 +459,13 @@ pub fn lane_permutations() -> u64 {
     LANE_PERMUTATIONS.load(Ordering::Relaxed)
 }
 
-fn lanes_selected() -> bool {
+/// Counts `n` permutations (Poseidon or Poseidon2) run on lanes, for [`lane_permutations`].
+pub(crate) fn count_lane_permutations(n: usize) {
+    LANE_PERMUTATIONS.fetch_add(n as u64, Ordering::Relaxed);
+}
+
+/// Whether batches run on lanes: selected (not forced portable) and present on this CPU.
+pub(crate) fn lanes_selected() -> bool {
     poseidon_arithmetic() != Arithmetic::Portable && ifma_available()
 }
 

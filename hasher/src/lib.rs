@@ -13,7 +13,7 @@
 //!      l0          l1              l2     l3 = empty_leaf()
 //! ```
 //!
-//! Two hashers ship here:
+//! The hashers that ship here:
 //! - [`PoseidonHasher`] (feature `poseidon`): circomlib-compatible Poseidon over BN254, the hash
 //!   of RLN membership trees, bit-for-bit what zerokit computes, evaluated by our own
 //!   [`FastPoseidon`] (sparse partial rounds; whole levels eight at a time on AVX-512 IFMA
@@ -21,6 +21,9 @@
 //!   [`poseidon()`] hashes 1..=12 field elements for the RLN primitives.
 //!   [`LightPoseidonHasher`] and [`poseidon_light()`] are the same function on light-poseidon,
 //!   the reference it is tested against.
+//! - [`Poseidon2Hasher`] and [`Poseidon2T3Hasher`] (feature `poseidon`): Poseidon2 over BN254
+//!   (HorizenLabs instance, t = 2 compression as World ID 4.0 uses it, and `zkhash`'s t = 3 Merkle
+//!   compression), on the same lanes; [`Poseidon2`] is the permutation for t = 2, 3, 4.
 //! - [`Keccak256Hasher`] (feature `keccak`): Keccak-256 over 32-byte nodes, for users outside the
 //!   ZK field and as a cheap reference in benchmarks.
 //!
@@ -42,6 +45,8 @@ mod fast;
 mod keccak;
 #[cfg(feature = "poseidon")]
 mod poseidon;
+#[cfg(feature = "poseidon")]
+mod poseidon2;
 
 pub use codec::{DecodeError, DigestCodec};
 #[cfg(feature = "poseidon")]
@@ -58,6 +63,11 @@ pub use keccak::Keccak256Hasher;
 pub use poseidon::{
     fr_from_be_bytes, fr_from_le_bytes, fr_to_be_bytes, fr_to_le_bytes, poseidon_light, Fr,
     LightPoseidonHasher, PoseidonError, POSEIDON_MAX_INPUTS,
+};
+#[cfg(feature = "poseidon")]
+pub use poseidon2::{
+    poseidon2_t2, poseidon2_t3, poseidon2_t4, Poseidon2, Poseidon2Hasher, Poseidon2T3Hasher,
+    POSEIDON2_EXTERNAL_ROUNDS, POSEIDON2_INTERNAL_ROUNDS,
 };
 
 /// A two-to-one hash for binary Merkle trees.

@@ -1,17 +1,20 @@
 //! The IFMA lanes: BN254 field arithmetic on eight elements at once (`vpmadd52luq` /
 //! `vpmadd52huq`), generic over the field ([`PrimeLanes`](crate::PrimeLanes): `Fq` or `Fr`),
-//! and the two kernels that run on it. One room each:
+//! and the kernels that run on it. One room each:
 //!
 //! - `fp`: eight elements of a prime field (`Fp8`) and their Montgomery arithmetic;
 //! - `lanes`: the operations a kernel runs over any lane field (`Fp8`, and `Fq2x8` on top of it);
 //! - `pairs`: the batch-affine pair addition of the prover's bucket sums (`Fq`, `Fq2`);
 //! - `poseidon`: the Poseidon permutation (`Fr`), over the lane form of its rounds
-//!   ([`LaneRounds`](crate::lane_rounds::LaneRounds)).
+//!   ([`LaneRounds`](crate::lane_rounds::LaneRounds));
+//! - `poseidon2`: the Poseidon2 permutation (`Fr`, t = 2, 3, 4), over the lane form of its
+//!   rounds ([`Poseidon2LaneRounds`](crate::lane_rounds::Poseidon2LaneRounds)).
 //!
-//! The arithmetic knows nothing of either kernel. This directory is the only place in the
+//! The arithmetic knows nothing of the kernels. This directory is the only place in the
 //! workspace allowed `unsafe`: every intrinsic needs AVX-512F and AVX-512 IFMA, which
 //! [`detected`] checks at run time before each safe entry point (`pairs::add_pairs_fq`,
-//! `pairs::add_pairs_fq2`, `poseidon::permute_first`, `fp::power_chain`) calls in; the
+//! `pairs::add_pairs_fq2`, `poseidon::permute_first`, `poseidon2::permute_first`,
+//! `fp::power_chain`) calls in; the
 //! gathers and scatters read and write only where that entry point has checked the indices,
 //! and the loads and stores touch only local arrays.
 //!
@@ -29,6 +32,7 @@ mod fp;
 mod lanes;
 pub(crate) mod pairs;
 pub(crate) mod poseidon;
+pub(crate) mod poseidon2;
 
 pub(crate) use fp::power_chain;
 
