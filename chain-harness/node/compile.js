@@ -1,4 +1,5 @@
-// Compiles contracts/TestMembership.sol, contracts/Multicall.sol, poseidon-solidity's PoseidonT3
+// Compiles contracts/TestMembership.sol, contracts/Multicall.sol, contracts/LeanGroup.sol
+// (zk-kit's LeanIMT), poseidon-solidity's PoseidonT3
 // and OpenZeppelin's ERC1967Proxy with solc-js (the npm compiler) and writes abi, bytecode and link references as
 // one JSON file: argv[2].
 const fs = require("fs");
@@ -9,7 +10,11 @@ const here = __dirname;
 const contract = (name) => ({ content: fs.readFileSync(path.join(here, "..", "contracts", name), "utf8") });
 const input = {
   language: "Solidity",
-  sources: { "TestMembership.sol": contract("TestMembership.sol"), "Multicall.sol": contract("Multicall.sol") },
+  sources: {
+    "TestMembership.sol": contract("TestMembership.sol"),
+    "Multicall.sol": contract("Multicall.sol"),
+    "LeanGroup.sol": contract("LeanGroup.sol"),
+  },
   settings: {
     optimizer: { enabled: true, runs: 200 },
     // shanghai, not cancun: ganache 7.9.2 (the second node kind of the tests) runs up to it.
@@ -34,6 +39,7 @@ const membership = output.contracts["TestMembership.sol"].TestMembership;
 const poseidon = output.contracts["poseidon-solidity/PoseidonT3.sol"].PoseidonT3;
 const proxy = output.contracts["@openzeppelin/contracts/proxy/ERC1967/ERC1967Proxy.sol"].ERC1967Proxy;
 const multicall = output.contracts["Multicall.sol"].Multicall;
+const leanGroup = output.contracts["LeanGroup.sol"].LeanGroup;
 const out = {
   solc: solc.version(),
   membership: {
@@ -44,6 +50,11 @@ const out = {
   poseidonT3: { bytecode: poseidon.evm.bytecode.object },
   erc1967Proxy: { bytecode: proxy.evm.bytecode.object },
   multicall: { bytecode: multicall.evm.bytecode.object },
+  leanGroup: {
+    abi: leanGroup.abi,
+    bytecode: leanGroup.evm.bytecode.object,
+    linkReferences: leanGroup.evm.bytecode.linkReferences,
+  },
 };
 fs.mkdirSync(path.dirname(process.argv[2]), { recursive: true });
 fs.writeFileSync(process.argv[2], JSON.stringify(out));

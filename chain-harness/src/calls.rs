@@ -17,6 +17,17 @@ sol! {
         function upgradeToAndCall(address newImplementation, bytes memory data) external payable;
     }
 
+    /// `contracts/LeanGroup.sol`: zk-kit's Solidity LeanIMT.
+    interface ILeanGroup {
+        function insert(uint256 leaf) external;
+        function insertMany(uint256[] calldata leaves) external;
+        function update(uint256 oldLeaf, uint256 newLeaf, uint256[] calldata siblingNodes) external;
+        function remove(uint256 oldLeaf, uint256[] calldata siblingNodes) external;
+        function root() external view returns (uint256);
+        function size() external view returns (uint256);
+        function depth() external view returns (uint256);
+    }
+
     /// `contracts/Multicall.sol`: several calls to one contract in one transaction.
     interface IMulticall {
         function aggregate(address target, bytes[] calldata calls) external;
@@ -111,4 +122,49 @@ pub fn multicall(target: alloy::primitives::Address, calls: Vec<Bytes>) -> Bytes
     IMulticall::aggregateCall { target, calls }
         .abi_encode()
         .into()
+}
+
+/// LeanGroup's `insert(leaf)`.
+#[must_use]
+pub fn lean_insert(leaf: U256) -> Bytes {
+    ILeanGroup::insertCall { leaf }.abi_encode().into()
+}
+
+/// LeanGroup's `insertMany(leaves)`.
+#[must_use]
+pub fn lean_insert_many(leaves: Vec<U256>) -> Bytes {
+    ILeanGroup::insertManyCall { leaves }.abi_encode().into()
+}
+
+/// LeanGroup's `update(old, new, siblings)`: the siblings are a LeanIMT proof's.
+#[must_use]
+pub fn lean_update(old: U256, new: U256, siblings: Vec<U256>) -> Bytes {
+    ILeanGroup::updateCall {
+        oldLeaf: old,
+        newLeaf: new,
+        siblingNodes: siblings,
+    }
+    .abi_encode()
+    .into()
+}
+
+/// LeanGroup's `remove(old, siblings)`.
+#[must_use]
+pub fn lean_remove(old: U256, siblings: Vec<U256>) -> Bytes {
+    ILeanGroup::removeCall {
+        oldLeaf: old,
+        siblingNodes: siblings,
+    }
+    .abi_encode()
+    .into()
+}
+
+/// LeanGroup's views, encoded: `root()`, `size()`, `depth()`.
+#[must_use]
+pub fn lean_views() -> [Bytes; 3] {
+    [
+        ILeanGroup::rootCall {}.abi_encode().into(),
+        ILeanGroup::sizeCall {}.abi_encode().into(),
+        ILeanGroup::depthCall {}.abi_encode().into(),
+    ]
 }

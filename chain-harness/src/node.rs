@@ -328,34 +328,33 @@ impl LocalChain {
         let artifact = Artifact::read()?;
         let poseidon = decode_hex(&artifact.hex("/poseidonT3/bytecode")?)?;
         let poseidon_address = self.deploy(poseidon.into()).await?;
-        let mut code = artifact.hex("/membership/bytecode")?;
-        let links = artifact
-            .0
-            .pointer("/membership/linkReferences/poseidon-solidity~1PoseidonT3.sol/PoseidonT3")
-            .and_then(serde_json::Value::as_array)
-            .ok_or_else(|| HarnessError::Artifact("link references missing".into()))?;
-        let address_hex: String = poseidon_address
-            .as_slice()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        for link in links {
-            let start = link
-                .get("start")
-                .and_then(serde_json::Value::as_u64)
-                .and_then(|s| usize::try_from(s).ok())
-                .ok_or_else(|| HarnessError::Artifact("bad link reference".into()))?;
-            let range = 2 * start..2 * start + 40;
-            if range.end > code.len() {
-                return Err(HarnessError::Artifact(
-                    "link reference past the code".into(),
-                ));
-            }
-            code.replace_range(range, &address_hex);
-        }
-        let mut bytecode = decode_hex(&code)?;
+        let mut bytecode = artifact.linked("membership", poseidon_address)?;
         bytecode.extend((emits_rate_commitment, stores_roots).abi_encode_params());
         self.deploy(bytecode.into()).await
+    }
+
+    /// Deploys PoseidonT3 and `contracts/LeanGroup.sol` (zk-kit's Solidity LeanIMT) linked to
+    /// it; send it the [`calls`](crate::calls) `lean_*` transactions and read its views.
+    ///
+    /// # Errors
+    /// Missing artifact, RPC failures.
+    pub async fn deploy_lean_group(&self) -> Result<Address, HarnessError> {
+        let artifact = Artifact::read()?;
+        let poseidon = decode_hex(&artifact.hex("/poseidonT3/bytecode")?)?;
+        let poseidon_address = self.deploy(poseidon.into()).await?;
+        let bytecode = artifact.linked("leanGroup", poseidon_address)?;
+        self.deploy(bytecode.into()).await
+    }
+
+    /// `eth_call` of `data` to `to` at the head; the returned bytes.
+    ///
+    /// # Errors
+    /// RPC failures (a reverted call among them).
+    pub async fn call(&self, to: Address, data: Bytes) -> Result<Bytes, HarnessError> {
+        let request = alloy::rpc::types::TransactionRequest::default()
+            .to(to)
+            .input(data.into());
+        self.provider.call(request).await.map_err(rpc)
     }
 
     /// Turns automatic mining (one block per transaction) on or off.
@@ -486,6 +485,40 @@ impl Artifact {
         serde_json::from_str(&text)
             .map(Self)
             .map_err(|e| HarnessError::Artifact(e.to_string()))
+    }
+
+    /// The bytecode of `contract` with every PoseidonT3 link reference set to `poseidon`.
+    fn linked(&self, contract: &str, poseidon: Address) -> Result<Vec<u8>, HarnessError> {
+        let mut code = self.hex(&format!("/{contract}/bytecode"))?;
+        let links = self
+            .0
+            .pointer(&format!(
+                "/{contract}/linkReferences/poseidon-solidity~1PoseidonT3.sol/PoseidonT3"
+            ))
+            .and_then(serde_json::Value::as_array)
+            .ok_or_else(|| {
+                HarnessError::Artifact(format!("{contract}: link references missing"))
+            })?;
+        let address_hex: String = poseidon
+            .as_slice()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        for link in links {
+            let start = link
+                .get("start")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|s| usize::try_from(s).ok())
+                .ok_or_else(|| HarnessError::Artifact("bad link reference".into()))?;
+            let range = 2 * start..2 * start + 40;
+            if range.end > code.len() {
+                return Err(HarnessError::Artifact(
+                    "link reference past the code".into(),
+                ));
+            }
+            code.replace_range(range, &address_hex);
+        }
+        decode_hex(&code)
     }
 
     /// The hex string at `pointer`.

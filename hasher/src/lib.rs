@@ -24,6 +24,8 @@
 //! - [`Poseidon2Hasher`] and [`Poseidon2T3Hasher`] (feature `poseidon`): Poseidon2 over BN254
 //!   (HorizenLabs instance, t = 2 compression as World ID 4.0 uses it, and `zkhash`'s t = 3 Merkle
 //!   compression), on the same lanes; [`Poseidon2`] is the permutation for t = 2, 3, 4.
+//! - [`Lean<H>`]: zk-kit's LeanIMT rule over any of them (absent nodes, a lone left child
+//!   carried up), so the one engine holds LeanIMTs (Semaphore v4's groups).
 //! - [`Keccak256Hasher`] (feature `keccak`): Keccak-256 over 32-byte nodes, for users outside the
 //!   ZK field and as a cheap reference in benchmarks.
 //!
@@ -43,6 +45,7 @@ mod codec;
 mod fast;
 #[cfg(feature = "keccak")]
 mod keccak;
+mod lean;
 #[cfg(feature = "poseidon")]
 mod poseidon;
 #[cfg(feature = "poseidon")]
@@ -59,6 +62,7 @@ pub use fast::{
 pub use field_lanes::{ifma_available, Arithmetic, LanesError};
 #[cfg(feature = "keccak")]
 pub use keccak::Keccak256Hasher;
+pub use lean::{Lean, LeanHash};
 #[cfg(feature = "poseidon")]
 pub use poseidon::{
     fr_from_be_bytes, fr_from_le_bytes, fr_to_be_bytes, fr_to_le_bytes, poseidon_light, Fr,

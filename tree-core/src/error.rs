@@ -118,6 +118,31 @@ pub enum TreeError {
     /// or a rewind in between): the batch is stale and was not applied; the tree is unharmed.
     #[error("the tree changed between prepare and publish: prepare again")]
     Conflict,
+    /// A LeanIMT update or removal of a leaf that was never inserted (zk-kit's index check).
+    #[error("leaf {index} is not in the LeanIMT (size {size})")]
+    LeafNotInserted {
+        /// The index.
+        index: u64,
+        /// The LeanIMT's size.
+        size: u64,
+    },
+    /// A LeanIMT batch insert of no leaves (zk-kit refuses it too).
+    #[error("a LeanIMT batch insert needs at least one leaf")]
+    EmptyInsert,
+    /// A LeanIMT `update_many` with as many indices as leaves it was not given.
+    #[error("LeanIMT update_many: {indices} indices for {leaves} leaves")]
+    UpdateShape {
+        /// Indices given.
+        indices: usize,
+        /// Leaves given.
+        leaves: usize,
+    },
+    /// A LeanIMT `update_many` naming one index twice (zk-kit refuses it too).
+    #[error("LeanIMT update_many names leaf {index} twice")]
+    RepeatedIndex {
+        /// The index.
+        index: u64,
+    },
 }
 
 /// Lets generic code (tests, adapters) see the [`TreeError`] inside a backend's error type.

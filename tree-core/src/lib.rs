@@ -55,6 +55,7 @@ pub mod engine;
 mod error;
 mod full;
 pub mod history;
+pub mod lean;
 mod mem;
 mod optimal;
 pub mod persistent;

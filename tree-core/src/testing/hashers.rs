@@ -39,3 +39,7 @@ impl DigestCodec for MixHasher {
             })
     }
 }
+
+impl hasher::LeanHash for MixHasher {
+    const LEAN_ID: &'static str = "lean-test-mix64";
+}
