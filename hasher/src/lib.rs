@@ -39,6 +39,17 @@
 //! assert_eq!(PoseidonHasher::decode(&bytes), Ok(parent));
 //! assert!(PoseidonHasher::decode(&[0xff; 32]).is_err()); // above the field modulus
 //! ```
+//!
+//! Poseidon2 (World ID 4.0's compression) and the permutation itself:
+//!
+//! ```
+//! use hasher::{poseidon2_t2, Fr, Hasher, Poseidon2Hasher};
+//!
+//! let (l, r) = (Fr::from(1u64), Fr::from(2u64));
+//! let mut state = [l, r];
+//! poseidon2_t2().permute(&mut state);
+//! assert_eq!(Poseidon2Hasher::hash_pair(&l, &r), state[0] + l); // the paper's feed-forward
+//! ```
 
 mod codec;
 #[cfg(feature = "poseidon")]

@@ -47,6 +47,26 @@
 //! # }
 //! # Ok::<(), tree_core::TreeError>(())
 //! ```
+//!
+//! Other shapes on the same engine:
+//! - **LeanIMT** (zk-kit's, Semaphore v4's groups): [`lean::LeanImt`] over a tree of
+//!   [`hasher::Lean`] nodes, with zk-kit's operations and proof shape (example in [`lean`]).
+//! - **Poseidon2** ([`hasher::Poseidon2Hasher`], [`hasher::Poseidon2T3Hasher`]): any tree, any
+//!   store.
+//! - **Depth 30 at World ID's scale**: the sparse tree's memory follows the leaves present, not
+//!   the capacity; the persistent trees hold only their top levels in RAM.
+//!
+//! ```
+//! use hasher::{Fr, Poseidon2Hasher};
+//! use tree_core::{Depth, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
+//!
+//! let mut world = OptimalMerkleTree::<Poseidon2Hasher>::new(Depth::new(30)?); // 2^30 capacity
+//! world.set_range(0, (1..=1000u64).map(Fr::from))?; // memory for 1,000 leaves, not 2^30
+//! let proof = world.proof(999)?;
+//! assert_eq!(proof.len(), 30);
+//! assert!(world.verify_proof(&proof, &Fr::from(1000u64)));
+//! # Ok::<(), tree_core::TreeError>(())
+//! ```
 
 mod addr;
 mod batch;

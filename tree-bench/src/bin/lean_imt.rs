@@ -211,7 +211,7 @@ fn main() {
     let fresh = leaves(10 * n, args.singles as u64);
     let mut port_args = Vec::with_capacity(args.singles);
     let mut shadow = our_tree.clone();
-    for i in 0..args.singles {
+    for (i, leaf) in fresh.iter().enumerate() {
         let proof = shadow.proof(index(i)).unwrap_or_else(|e| panic!("{e}"));
         port_args.push((
             proof.leaf.to_string(),
@@ -222,7 +222,7 @@ fn main() {
                 .collect::<Vec<_>>(),
         ));
         shadow
-            .update(index(i), fresh[i])
+            .update(index(i), *leaf)
             .unwrap_or_else(|e| panic!("{e}"));
     }
     let update = [
