@@ -75,11 +75,16 @@ fn permute8<F: PrimeLanes, const T: usize>(k: &LaneRounds<T>, s: &mut [Fp8<F>; T
     }
 }
 
-/// [`PoseidonLanes::permute_first`](crate::PoseidonLanes::permute_first) on a CPU with the lanes: eight states per kernel run,
-/// converted to and from ark-ff's Montgomery form with one lane product each way.
+/// `out[i] = permutation(states[i])[0]` on a CPU with the lanes, for any permutation kernel:
+/// states loaded eight at a time (a short last group padded with its first state, whose results
+/// are dropped), turned from ark-ff's Montgomery form into ours with one lane product
+/// (`to_lane`), run through `permute8`, and word 0 turned back (`from_lane`) and made canonical.
+/// Shared by the Poseidon and Poseidon2 kernels.
 #[target_feature(enable = "avx512f,avx512ifma")]
-fn permute_first_lanes<F: PrimeLanes, const T: usize>(
-    k: &LaneRounds<T>,
+pub(super) fn first_words<F: PrimeLanes, const T: usize, K>(
+    kernel: &K,
+    permute8: unsafe fn(&K, &mut [Fp8<F>; T]),
+    (to_lane, from_lane): (&Limbs, &Limbs),
     states: &[[F; T]],
     out: &mut [F],
 ) {
@@ -87,7 +92,6 @@ fn permute_first_lanes<F: PrimeLanes, const T: usize>(
     for (group, outs) in states[..n].chunks(8).zip(out[..n].chunks_mut(8)) {
         let mut words = [[[0_u64; 8]; LIMBS]; T];
         for j in 0..8 {
-            // Padding lanes repeat the group's first state; their results are dropped.
             let Some(state) = group.get(j).or(group.first()) else {
                 break;
             };
@@ -97,10 +101,11 @@ fn permute_first_lanes<F: PrimeLanes, const T: usize>(
                 }
             }
         }
-        let mut s: [Fp8<F>; T] =
-            core::array::from_fn(|w| mul_const(Fp8::load(&words[w]), &k.to_lane));
-        permute8(k, &mut s);
-        let first = canonical(mul_const(s[0], &k.from_lane)).store();
+        let mut s: [Fp8<F>; T] = core::array::from_fn(|w| mul_const(Fp8::load(&words[w]), to_lane));
+        // SAFETY: `permute8` is a kernel needing AVX-512F and AVX-512 IFMA, the features this
+        // function is compiled for and its safe entry point detected before calling it.
+        unsafe { permute8(kernel, &mut s) };
+        let first = canonical(mul_const(s[0], from_lane)).store();
         for (j, o) in outs.iter_mut().enumerate() {
             let limbs: Limbs = core::array::from_fn(|i| first[i][j]);
             *o = F::from_montgomery_words(join52(&limbs));
@@ -119,7 +124,7 @@ pub(crate) fn permute_first<F: PrimeLanes, const T: usize>(
     }
     // SAFETY: the CPU features were detected just above; the kernel touches only its arguments
     // and local arrays.
-    unsafe { permute_first_lanes(k, states, out) };
+    unsafe { first_words(k, permute8, (&k.to_lane, &k.from_lane), states, out) };
     true
 }
 

@@ -3,10 +3,11 @@
 //! plus (t = 4) one product with a constant per word.
 
 use crate::lane_rounds::Poseidon2LaneRounds;
-use crate::{join52, split52, Limbs, PrimeLanes, LIMBS};
+use crate::{Limbs, PrimeLanes};
 
 use super::detected;
-use super::fp::{add, canonical, mul, mul_const, square, Fp8};
+use super::fp::{add, mul, mul_const, square, Fp8};
+use super::poseidon::first_words;
 
 /// `x⁵`, lazy for a lazy `x`.
 #[inline]
@@ -107,40 +108,6 @@ fn permute8<F: PrimeLanes, const T: usize>(k: &Poseidon2LaneRounds<T>, s: &mut [
     }
 }
 
-/// [`Poseidon2Lanes::permute_first`](crate::Poseidon2Lanes::permute_first) on a CPU with the
-/// lanes: eight states per kernel run, converted to and from ark-ff's Montgomery form with one
-/// lane product each way.
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn permute_first_lanes<F: PrimeLanes, const T: usize>(
-    k: &Poseidon2LaneRounds<T>,
-    states: &[[F; T]],
-    out: &mut [F],
-) {
-    let n = states.len().min(out.len());
-    for (group, outs) in states[..n].chunks(8).zip(out[..n].chunks_mut(8)) {
-        let mut words = [[[0_u64; 8]; LIMBS]; T];
-        for j in 0..8 {
-            // Padding lanes repeat the group's first state; their results are dropped.
-            let Some(state) = group.get(j).or(group.first()) else {
-                break;
-            };
-            for (word, x) in words.iter_mut().zip(state) {
-                for (limb, value) in word.iter_mut().zip(split52(x.montgomery_words())) {
-                    limb[j] = value;
-                }
-            }
-        }
-        let mut s: [Fp8<F>; T] =
-            core::array::from_fn(|w| mul_const(Fp8::load(&words[w]), &k.to_lane));
-        permute8(k, &mut s);
-        let first = canonical(mul_const(s[0], &k.from_lane)).store();
-        for (j, o) in outs.iter_mut().enumerate() {
-            let limbs: Limbs = core::array::from_fn(|i| first[i][j]);
-            *o = F::from_montgomery_words(join52(&limbs));
-        }
-    }
-}
-
 /// [`Poseidon2Lanes::permute_first`](crate::Poseidon2Lanes::permute_first): `false` (nothing
 /// written) without the CPU features.
 pub(crate) fn permute_first<F: PrimeLanes, const T: usize>(
@@ -153,7 +120,7 @@ pub(crate) fn permute_first<F: PrimeLanes, const T: usize>(
     }
     // SAFETY: the CPU features were detected just above; the kernel touches only its arguments
     // and local arrays.
-    unsafe { permute_first_lanes(k, states, out) };
+    unsafe { first_words(k, permute8, (&k.to_lane, &k.from_lane), states, out) };
     true
 }
 
@@ -161,7 +128,7 @@ pub(crate) fn permute_first<F: PrimeLanes, const T: usize>(
 mod tests {
     use super::*;
     use crate::avx512::lanes::tests::{check, edges};
-    use crate::LaneField;
+    use crate::{LaneField, LIMBS};
     use ark_bn254::Fr;
     use ark_ff::{Field, One};
 
