@@ -13,7 +13,7 @@
 //! The arithmetic knows nothing of the kernels. This directory is the only place in the
 //! workspace allowed `unsafe`: every intrinsic needs AVX-512F and AVX-512 IFMA, which
 //! [`detected`] checks at run time before each safe entry point (`pairs::add_pairs_fq`,
-//! `pairs::add_pairs_fq2`, `poseidon::permute_first`, `poseidon2::permute_first`,
+//! `pairs::add_pairs_fq2`, `poseidon::first_words` (both permutation kernels),
 //! `fp::power_chain`) calls in; the
 //! gathers and scatters read and write only where that entry point has checked the indices,
 //! and the loads and stores touch only local arrays.

@@ -81,7 +81,7 @@ fn permute8<F: PrimeLanes, const T: usize>(k: &LaneRounds<T>, s: &mut [Fp8<F>; T
 /// (`to_lane`), run through `permute8`, and word 0 turned back (`from_lane`) and made canonical.
 /// Shared by the Poseidon and Poseidon2 kernels.
 #[target_feature(enable = "avx512f,avx512ifma")]
-pub(super) fn first_words<F: PrimeLanes, const T: usize, K>(
+fn first_words_lanes<F: PrimeLanes, const T: usize, K>(
     kernel: &K,
     permute8: unsafe fn(&K, &mut [Fp8<F>; T]),
     (to_lane, from_lane): (&Limbs, &Limbs),
@@ -113,9 +113,12 @@ pub(super) fn first_words<F: PrimeLanes, const T: usize, K>(
     }
 }
 
-/// [`PoseidonLanes::permute_first`](crate::PoseidonLanes::permute_first): `false` (nothing written) without the CPU features.
-pub(crate) fn permute_first<F: PrimeLanes, const T: usize>(
-    k: &LaneRounds<T>,
+/// A kernel's safe entry point: [`first_words_lanes`] where the CPU has the lanes; `false`
+/// (nothing written) without them.
+pub(super) fn first_words<F: PrimeLanes, const T: usize, K>(
+    kernel: &K,
+    permute8: unsafe fn(&K, &mut [Fp8<F>; T]),
+    lane_form: (&Limbs, &Limbs),
     states: &[[F; T]],
     out: &mut [F],
 ) -> bool {
@@ -124,8 +127,18 @@ pub(crate) fn permute_first<F: PrimeLanes, const T: usize>(
     }
     // SAFETY: the CPU features were detected just above; the kernel touches only its arguments
     // and local arrays.
-    unsafe { first_words(k, permute8, (&k.to_lane, &k.from_lane), states, out) };
+    unsafe { first_words_lanes(kernel, permute8, lane_form, states, out) };
     true
+}
+
+/// [`PoseidonLanes::permute_first`](crate::PoseidonLanes::permute_first): `false` (nothing
+/// written) without the CPU features.
+pub(crate) fn permute_first<F: PrimeLanes, const T: usize>(
+    k: &LaneRounds<T>,
+    states: &[[F; T]],
+    out: &mut [F],
+) -> bool {
+    first_words(k, permute8, (&k.to_lane, &k.from_lane), states, out)
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 use crate::lane_rounds::Poseidon2LaneRounds;
 use crate::{Limbs, PrimeLanes};
 
-use super::detected;
 use super::fp::{add, mul, mul_const, square, Fp8};
 use super::poseidon::first_words;
 
@@ -115,18 +114,13 @@ pub(crate) fn permute_first<F: PrimeLanes, const T: usize>(
     states: &[[F; T]],
     out: &mut [F],
 ) -> bool {
-    if !detected() {
-        return false;
-    }
-    // SAFETY: the CPU features were detected just above; the kernel touches only its arguments
-    // and local arrays.
-    unsafe { first_words(k, permute8, (&k.to_lane, &k.from_lane), states, out) };
-    true
+    first_words(k, permute8, (&k.to_lane, &k.from_lane), states, out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::avx512::detected;
     use crate::avx512::lanes::tests::{check, edges};
     use crate::{LaneField, LIMBS};
     use ark_bn254::Fr;
