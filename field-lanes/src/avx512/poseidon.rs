@@ -9,10 +9,10 @@ use crate::{join52, split52, Limbs, PrimeLanes, LIMBS};
 use super::detected;
 use super::fp::{add, canonical, mul, mul_accumulate, mul_const, reduce, square, Fp8};
 
-/// `x⁵`, lazy for a lazy `x`.
+/// `x⁵`, lazy for a lazy `x` (Poseidon's and Poseidon2's S-box on BN254).
 #[inline]
 #[target_feature(enable = "avx512f,avx512ifma")]
-fn sbox<F: PrimeLanes>(x: Fp8<F>) -> Fp8<F> {
+pub(super) fn sbox<F: PrimeLanes>(x: Fp8<F>) -> Fp8<F> {
     mul(x, square(square(x)))
 }
 

@@ -5,15 +5,8 @@
 use crate::lane_rounds::Poseidon2LaneRounds;
 use crate::{Limbs, PrimeLanes};
 
-use super::fp::{add, mul, mul_const, square, Fp8};
-use super::poseidon::first_words;
-
-/// `x⁵`, lazy for a lazy `x`.
-#[inline]
-#[target_feature(enable = "avx512f,avx512ifma")]
-fn sbox<F: PrimeLanes>(x: Fp8<F>) -> Fp8<F> {
-    mul(x, square(square(x)))
-}
+use super::fp::{add, mul_const, Fp8};
+use super::poseidon::{first_words, sbox};
 
 /// `2x`, lazy.
 #[inline]
