@@ -159,6 +159,7 @@ fn main() -> ExitCode {
                 "multicall_transactions",
                 "differential_requests",
                 "flood_bodies",
+                "leanimt_ops",
             ],
             &["mismatches", "orphaned_commits", "permanent_error_retries"],
             &[
@@ -177,6 +178,7 @@ fn main() -> ExitCode {
                 "multicall_transactions",
                 "differential_requests",
                 "flood_bodies",
+                "leanimt_ops",
             ],
         ),
     ];
