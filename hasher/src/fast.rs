@@ -521,7 +521,7 @@ pub fn hash_pairs_interleaved<const K: usize>(left: &[Fr], right: &[Fr], out: &m
 /// `out[i] = Poseidon([pair(i)])` for every `i < out.len()`, `K` permutations at a time on
 /// ark-ff.
 fn interleaved<const K: usize>(out: &mut [Fr], pair: impl Fn(usize) -> (Fr, Fr)) {
-    in_blocks(out, pair, |states, block| {
+    in_blocks(out, pair, circom_state, |states, block| {
         width3().permute_first_interleaved::<K>(states, block);
     });
 }
@@ -529,27 +529,34 @@ fn interleaved<const K: usize>(out: &mut [Fr], pair: impl Fn(usize) -> (Fr, Fr))
 /// `out[i] = Poseidon([pair(i)])` for every `i < out.len()`, through
 /// [`FastPoseidon::permute_first_many`] (lanes where selected and present).
 fn batched(out: &mut [Fr], pair: impl Fn(usize) -> (Fr, Fr)) {
-    in_blocks(out, pair, |states, block| {
+    in_blocks(out, pair, circom_state, |states, block| {
         width3().permute_first_many(states, block);
     });
 }
 
-/// Fills blocks of states `[0, pair(i)]` on the stack and hands each, with its slice of `out`,
-/// to `hash`.
-fn in_blocks(
+/// Fills blocks of states `state(pair(i))` on the stack and hands each, with its slice of `out`,
+/// to `hash` (which writes `out` from the states): the one blocking of every pair hasher here,
+/// Poseidon's `[0, l, r]` and Poseidon2's states alike.
+pub(crate) fn in_blocks<const T: usize>(
     out: &mut [Fr],
     pair: impl Fn(usize) -> (Fr, Fr),
-    hash: impl Fn(&[[Fr; 3]], &mut [Fr]),
+    state: impl Fn(Fr, Fr) -> [Fr; T],
+    hash: impl Fn(&[[Fr; T]], &mut [Fr]),
 ) {
     const BLOCK: usize = 64;
-    let mut states = [[Fr::zero(); 3]; BLOCK];
+    let mut states = [[Fr::zero(); T]; BLOCK];
     for (b, block) in out.chunks_mut(BLOCK).enumerate() {
-        for (k, state) in states.iter_mut().take(block.len()).enumerate() {
+        for (k, s) in states.iter_mut().take(block.len()).enumerate() {
             let (l, r) = pair(b * BLOCK + k);
-            *state = [Fr::zero(), l, r];
+            *s = state(l, r);
         }
         hash(&states[..block.len()], block);
     }
+}
+
+/// Poseidon's state for a pair: `[0, l, r]`.
+fn circom_state(l: Fr, r: Fr) -> [Fr; 3] {
+    [Fr::zero(), l, r]
 }
 
 fn width3() -> &'static FastPoseidon<3> {

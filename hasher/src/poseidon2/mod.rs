@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 use ark_ff::{AdditiveGroup, Field, MontFp, Zero};
 use field_lanes::{Poseidon2Lanes, Poseidon2Rounds};
 
-use crate::fast::{count_lane_permutations, lanes_selected, LANE_MIN_BATCH};
+use crate::fast::{count_lane_permutations, in_blocks, lanes_selected, LANE_MIN_BATCH};
 use crate::poseidon::{fr_from_le_bytes, fr_to_le_bytes, Fr};
 use crate::{DecodeError, DigestCodec, Hasher};
 use grain::{Grain, Instance};
@@ -233,36 +233,6 @@ pub fn poseidon2_t4() -> &'static Poseidon2<4> {
     instance(&WIDTH_4)
 }
 
-/// Hashes `parents[i]` from `pair(i)` in blocks of states on the stack: `state(l, r)` builds a
-/// permutation's input, `finish(l, first)` the digest from its first output word.
-fn level<const T: usize>(
-    permutation: &Poseidon2<T>,
-    parents: &mut [Fr],
-    pair: impl Fn(usize) -> (Fr, Fr),
-    state: impl Fn(Fr, Fr) -> [Fr; T],
-    finish: impl Fn(Fr, Fr) -> Fr,
-) {
-    const BLOCK: usize = 64;
-    let mut states = [[Fr::zero(); T]; BLOCK];
-    let mut lefts = [Fr::zero(); BLOCK];
-    for (b, block) in parents.chunks_mut(BLOCK).enumerate() {
-        for (k, (s, left)) in states
-            .iter_mut()
-            .zip(&mut lefts)
-            .take(block.len())
-            .enumerate()
-        {
-            let (l, r) = pair(b * BLOCK + k);
-            *s = state(l, r);
-            *left = l;
-        }
-        permutation.permute_first_many(&states[..block.len()], block);
-        for (parent, left) in block.iter_mut().zip(&lefts) {
-            *parent = finish(*left, *parent);
-        }
-    }
-}
-
 /// The hasher ID of [`Poseidon2Hasher`] trees.
 const T2_ID: &str = "poseidon2-bn254-t2-compress";
 /// The hasher ID of [`Poseidon2T3Hasher`] trees.
@@ -287,12 +257,17 @@ impl Hasher for Poseidon2Hasher {
 
     fn hash_level(children: &[Fr], parents: &mut [Fr]) {
         let n = parents.len().min(children.len() / 2);
-        level(
-            poseidon2_t2(),
+        in_blocks(
             &mut parents[..n],
             |i| (children[2 * i], children[2 * i + 1]),
             |l, r| [l, r],
-            |l, first| first + l,
+            |states, block| {
+                poseidon2_t2().permute_first_many(states, block);
+                // The feed-forward: word 0 of each state is its left child.
+                for (parent, state) in block.iter_mut().zip(states) {
+                    *parent += state[0];
+                }
+            },
         );
     }
 }
@@ -315,12 +290,11 @@ impl Hasher for Poseidon2T3Hasher {
 
     fn hash_level(children: &[Fr], parents: &mut [Fr]) {
         let n = parents.len().min(children.len() / 2);
-        level(
-            poseidon2_t3(),
+        in_blocks(
             &mut parents[..n],
             |i| (children[2 * i], children[2 * i + 1]),
             |l, r| [l, r, Fr::zero()],
-            |_, first| first,
+            |states, block| poseidon2_t3().permute_first_many(states, block),
         );
     }
 }
