@@ -108,6 +108,17 @@ pub struct Stats {
     pub max: Duration,
 }
 
+/// A table cell: the median, then (min–max).
+#[must_use]
+pub fn fmt_stats(s: Stats) -> String {
+    format!(
+        "{} ({}–{})",
+        fmt_duration(s.median),
+        fmt_duration(s.min),
+        fmt_duration(s.max)
+    )
+}
+
 /// Formats a duration with a unit that keeps 3 significant digits.
 #[must_use]
 pub fn fmt_duration(d: Duration) -> String {

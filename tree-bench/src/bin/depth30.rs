@@ -114,23 +114,40 @@ fn chunks(args: &Args) -> impl Iterator<Item = (u64, Vec<Fr>)> {
         .map(move |start| (start, leaves(start, chunk.min(n - start))))
 }
 
-fn ours<T: MerkleTree<Hasher = PoseidonHasher>>(
+/// Appends every chunk of leaves to `tree`; returns the time it took.
+fn build<T: MerkleTree<Hasher = PoseidonHasher>>(
+    args: &Args,
+    tree: &mut T,
+) -> Result<Duration, T::Error> {
+    let started = Instant::now();
+    for (start, chunk) in chunks(args) {
+        tree.set_range(start, chunk)?;
+    }
+    Ok(started.elapsed())
+}
+
+/// Proof p50/p99 of our `tree` at random indices.
+fn prove<T: MerkleTree<Hasher = PoseidonHasher>>(args: &Args, tree: &T) -> (Stats, Duration) {
+    time_proofs(args, |i| {
+        std::hint::black_box(tree.proof(i).ok());
+    })
+}
+
+/// Ours on a persistent store: build and `finish` (close) timed together, proofs on a reopened
+/// tree, then the median of 5 reopens.
+fn persistent<T: MerkleTree<Hasher = PoseidonHasher>>(
     args: &Args,
     mut tree: T,
     finish: impl FnOnce(T) -> Result<(), Box<dyn std::error::Error>>,
     reopen: impl Fn() -> Result<T, Box<dyn std::error::Error>>,
 ) -> Result<Outcome, Box<dyn std::error::Error>> {
     let started = Instant::now();
-    for (start, chunk) in chunks(args) {
-        tree.set_range(start, chunk)?;
-    }
+    build(args, &mut tree)?;
     let root = fr_to_le_bytes(&tree.root());
     finish(tree)?;
     let build = started.elapsed();
     let tree = reopen()?;
-    let (proofs, p99) = time_proofs(args, |i| {
-        std::hint::black_box(tree.proof(i).ok());
-    });
+    let (proofs, p99) = prove(args, &tree);
     drop(tree);
     let reopen_stats = (0..5)
         .map(|_| {
@@ -155,17 +172,10 @@ fn child(args: &Args, kind: Kind) -> Result<Outcome, Box<dyn std::error::Error>>
     let depth = Depth::new(args.depth)?;
     match kind {
         Kind::Memory => {
-            let tree = OptimalMerkleTree::<PoseidonHasher>::new(depth);
             // In memory there is nothing to reopen: the proofs run on the tree itself.
-            let started = Instant::now();
-            let mut tree = tree;
-            for (start, chunk) in chunks(args) {
-                tree.set_range(start, chunk)?;
-            }
-            let build = started.elapsed();
-            let (proofs, p99) = time_proofs(args, |i| {
-                std::hint::black_box(tree.proof(i).ok());
-            });
+            let mut tree = OptimalMerkleTree::<PoseidonHasher>::new(depth);
+            let build = build(args, &mut tree)?;
+            let (proofs, p99) = prove(args, &tree);
             Ok(Outcome {
                 build,
                 peak: proc_status_bytes("VmHWM").unwrap_or(0),
@@ -188,7 +198,7 @@ fn child(args: &Args, kind: Kind) -> Result<Outcome, Box<dyn std::error::Error>>
             let open = || -> Result<DbTree<PoseidonHasher>, Box<dyn std::error::Error>> {
                 Ok(DbTree::open(&config, depth)?)
             };
-            let outcome = ours(args, open()?, |mut t| Ok(t.close()?), open)?;
+            let outcome = persistent(args, open()?, |mut t| Ok(t.close()?), open)?;
             if kind == Kind::Sled {
                 sled_alone(dir.path())?;
             }

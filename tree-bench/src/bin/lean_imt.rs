@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use hasher::{fr_from_le_bytes, fr_to_le_bytes, Arithmetic, Fr, Hasher, Lean, PoseidonHasher};
-use tree_bench::{fmt_duration, leaves, time_round_robin, Stats};
+use tree_bench::{fmt_stats, leaves, time_round_robin, Stats};
 use tree_core::lean::LeanImt;
 use tree_core::{Depth, OptimalMerkleTree};
 use zk_kit_lean_imt::hashed_tree::{HashedLeanIMT, LeanIMTHasher};
@@ -65,15 +65,6 @@ fn port_hash(nodes: Vec<String>) -> String {
 
 fn port() -> lean_imt_port::LeanIMT {
     lean_imt_port::LeanIMT::new(port_hash)
-}
-
-fn cell(s: Stats) -> String {
-    format!(
-        "{} ({}–{})",
-        fmt_duration(s.median),
-        fmt_duration(s.min),
-        fmt_duration(s.max)
-    )
 }
 
 fn ratio(theirs: Duration, ours: Duration) -> String {
@@ -161,9 +152,9 @@ fn main() {
     println!(
         "| insert_many 2^{} | {} | {} | {} | {} | {} |",
         args.log2,
-        cell(stats[0]),
-        cell(stats[1]),
-        cell(stats[2]),
+        fmt_stats(stats[0]),
+        fmt_stats(stats[1]),
+        fmt_stats(stats[2]),
         ratio(stats[1].median, stats[0].median),
         ratio(stats[2].median, stats[0].median)
     );
@@ -197,9 +188,9 @@ fn main() {
     println!(
         "| insert one (tree of 2^{}) | {} | {} | {} | {} | {} |",
         args.log2,
-        cell(insert[0]),
-        cell(insert[1]),
-        cell(insert[2]),
+        fmt_stats(insert[0]),
+        fmt_stats(insert[1]),
+        fmt_stats(insert[2]),
         ratio(insert[1].median, insert[0].median),
         ratio(insert[2].median, insert[0].median)
     );
@@ -247,9 +238,9 @@ fn main() {
     assert_eq!(our_tree.root().map(|r| r.to_string()), port_tree.root());
     println!(
         "| update one | {} | {} | {} | {} | {} |",
-        cell(update[0]),
-        cell(update[1]),
-        cell(update[2]),
+        fmt_stats(update[0]),
+        fmt_stats(update[1]),
+        fmt_stats(update[2]),
         ratio(update[1].median, update[0].median),
         ratio(update[2].median, update[0].median)
     );
@@ -268,8 +259,8 @@ fn main() {
     ];
     println!(
         "| proof | {} | {} | — | {} | — |",
-        cell(proof[0]),
-        cell(proof[1]),
+        fmt_stats(proof[0]),
+        fmt_stats(proof[1]),
         ratio(proof[1].median, proof[0].median)
     );
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use hasher::{Fr, PoseidonHasher};
 use rln::pm_tree::{PmTree, PmTreeSledConfig, SledDB};
-use tree_bench::{dir_bytes, fmt_duration, leaves, time_round_robin, Stats, ZkPoseidon};
+use tree_bench::{dir_bytes, fmt_duration, fmt_stats, leaves, time_round_robin, Stats, ZkPoseidon};
 use tree_core::persistent::Durability;
 use tree_core::{Depth, FullMerkleTree, MerkleTree, MerkleTreeExt};
 use tree_engines::{DbConfig, DbTree, Engine};
@@ -41,15 +41,6 @@ fn open(
 
 const PERIODIC: Durability = Durability::Periodic { every_ms: 500 };
 
-fn cell(s: Stats) -> String {
-    format!(
-        "{} ({}–{})",
-        fmt_duration(s.median),
-        fmt_duration(s.min),
-        fmt_duration(s.max)
-    )
-}
-
 fn ratio(theirs: Duration, ours: Duration) -> f64 {
     theirs.as_secs_f64() / ours.as_secs_f64()
 }
@@ -59,9 +50,9 @@ fn row(op: &str, stats: &[Stats]) {
     let [sled, redb, pm] = [stats[0], stats[1], stats[2]];
     println!(
         "| {op} | {} | {} | {} | {:.1}x | {:.1}x |",
-        cell(sled),
-        cell(redb),
-        cell(pm),
+        fmt_stats(sled),
+        fmt_stats(redb),
+        fmt_stats(pm),
         ratio(pm.median, sled.median),
         ratio(pm.median, redb.median)
     );
@@ -288,8 +279,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         println!(
             "| update_next with fsync per commit | {} | {} | – | – | – |",
-            cell(stats[0]),
-            cell(stats[1])
+            fmt_stats(stats[0]),
+            fmt_stats(stats[1])
         );
     }
     drop((theirs, durable, full));
