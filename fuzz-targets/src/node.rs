@@ -42,8 +42,13 @@ fn check_codec<H: DigestCodec>(bytes: &[u8]) {
 fn base(seed: u8) -> (MemStore, Vec<Vec<u8>>) {
     let store = MemStore::new();
     let tree = Depth::new(4 + seed % 3).ok().and_then(|depth| {
-        SledMerkleTree::<MixHasher, _>::open_store(store.clone(), depth, RehashConfig::default(), 2)
-            .ok()
+        SledMerkleTree::<MixHasher, _>::open_store(
+            store.clone(),
+            depth,
+            RehashConfig::default(),
+            tree_core::persistent::NodeCache::top(2),
+        )
+        .ok()
     });
     if let Some(mut tree) = tree {
         let _ = tree.set_range(0, (1..=9).map(|i| i * 7 + u64::from(seed)));
@@ -88,8 +93,12 @@ pub fn run(data: &[u8]) {
     read_everything(&store);
     if let Ok(depth) = Depth::new(u8::arbitrary(&mut u).unwrap_or(4) % 70) {
         // Another requested depth, too: a typed error or the tree, never a panic.
-        let _ =
-            SledMerkleTree::<MixHasher, _>::open_store(store, depth, RehashConfig::default(), 2);
+        let _ = SledMerkleTree::<MixHasher, _>::open_store(
+            store,
+            depth,
+            RehashConfig::default(),
+            tree_core::persistent::NodeCache::top(2),
+        );
     }
 }
 
@@ -105,7 +114,7 @@ fn read_everything(store: &MemStore) {
         store.clone(),
         depth,
         RehashConfig::default(),
-        2,
+        tree_core::persistent::NodeCache::top(2),
     ) else {
         return;
     };

@@ -83,7 +83,12 @@ pub fn run(data: &[u8]) {
     }
     let store = MemStore::new();
     let open = |store: MemStore| {
-        SledMerkleTree::<MixHasher, _>::open_store(store, depth, rehash.clone(), 2)
+        SledMerkleTree::<MixHasher, _>::open_store(
+            store,
+            depth,
+            rehash.clone(),
+            tree_core::persistent::NodeCache::top(2),
+        )
     };
     if let Ok(tree) = open(store.clone()) {
         check_history_ops(tree, config, &ops, |tree| {

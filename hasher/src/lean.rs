@@ -112,6 +112,7 @@ impl<H: LeanHash + DigestCodec> DigestCodec for Lean<H> {
     }
 }
 
+#[cfg(any(feature = "poseidon", feature = "keccak"))]
 macro_rules! lean_id {
     ($hasher:ty, $id:literal) => {
         impl LeanHash for $hasher {

@@ -45,7 +45,7 @@ fn on_every_tree(
         MemStore::new(),
         depth,
         RehashConfig::default(),
-        2,
+        tree_core::persistent::NodeCache::top(2),
     )
     .map_err(|e| e.to_string())?;
     optimal.set_range(0, 1..=4u64).map_err(|e| e.to_string())?;
@@ -104,7 +104,7 @@ fn store_with_tree(depth: u8) -> MemStore {
             store.clone(),
             depth,
             RehashConfig::default(),
-            2,
+            tree_core::persistent::NodeCache::top(2),
         ) {
             let _ = tree.set_range(0, (1..=5u64).map(Fr::from));
             let _ = tree_core::History::checkpoint(&mut tree, 1);
@@ -150,7 +150,12 @@ fn reopen(
     store: MemStore,
     depth: u8,
 ) -> Result<SledMerkleTree<PoseidonHasher, MemStore>, SledTreeError<std::convert::Infallible>> {
-    SledMerkleTree::open_store(store, Depth::new(depth)?, RehashConfig::default(), 2)
+    SledMerkleTree::open_store(
+        store,
+        Depth::new(depth)?,
+        RehashConfig::default(),
+        tree_core::persistent::NodeCache::top(2),
+    )
 }
 
 /// The value stored at `key`.
@@ -225,7 +230,7 @@ fn rows() -> Vec<Row> {
                     MemStore::new(),
                     depth,
                     RehashConfig::default(),
-                    2,
+                    tree_core::persistent::NodeCache::top(2),
                 )
                 .map_err(|e| e.to_string())?;
                 tree.set(u64::MAX >> 1, 3).map_err(|e| e.to_string())?;
@@ -403,8 +408,8 @@ fn rows() -> Vec<Row> {
         (
             "stored format version",
             Box::new(|| {
-                damaged(FORMAT_VERSION_KEY, 2u32.to_be_bytes().to_vec(), |e| {
-                    matches!(e, SledTreeError::FormatVersion { found: 2, .. })
+                damaged(FORMAT_VERSION_KEY, 3u32.to_be_bytes().to_vec(), |e| {
+                    matches!(e, SledTreeError::FormatVersion { found: 3, .. })
                 })
             }),
         ),
@@ -482,7 +487,8 @@ fn rows() -> Vec<Row> {
             Box::new(|| {
                 let key = node_key(tree_core::NodeAddr { level: 0, index: 0 });
                 let store = store_with_tree(4);
-                put(&store, &key, vec![0xff; 16 * 32]);
+                let slots = tree_core::persistent::layout::ChunkShape::current().slots();
+                put(&store, &key, vec![0xff; slots * 32]);
                 let tree = reopen(store, 4).map_err(|e| e.to_string())?;
                 ensure(
                     matches!(tree.proof(1), Err(SledTreeError::Corrupted { .. })),

@@ -257,9 +257,13 @@ fn out_of_space_store_refuses_whole_batches_and_recovers() {
         budget: std::sync::Arc::new(AtomicU64::new(64 * 1024)),
     };
     let depth = Depth::new(DEPTH).unwrap();
-    let mut tree =
-        SledMerkleTree::<MixHasher, _>::open_store(disk.clone(), depth, RehashConfig::default(), 2)
-            .unwrap();
+    let mut tree = SledMerkleTree::<MixHasher, _>::open_store(
+        disk.clone(),
+        depth,
+        RehashConfig::default(),
+        tree_core::persistent::NodeCache::top(2),
+    )
+    .unwrap();
     let mut k = 0;
     let err = loop {
         k += 1;
@@ -280,9 +284,13 @@ fn out_of_space_store_refuses_whole_batches_and_recovers() {
         "{err:?}"
     );
     // Reopen on the full disk: the last committed batch, intact.
-    let reopened =
-        SledMerkleTree::<MixHasher, _>::open_store(disk.clone(), depth, RehashConfig::default(), 2)
-            .unwrap();
+    let reopened = SledMerkleTree::<MixHasher, _>::open_store(
+        disk.clone(),
+        depth,
+        RehashConfig::default(),
+        tree_core::persistent::NodeCache::top(2),
+    )
+    .unwrap();
     assert_eq!(reopened.root(), tree.root());
     assert_eq!(reopened.metadata().unwrap(), (k - 1).to_be_bytes().to_vec());
     assert!(reopened.verify_integrity().unwrap().is_empty());

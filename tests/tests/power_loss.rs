@@ -34,7 +34,7 @@ fn run_case(seed: u64) -> Result<(), String> {
         store.clone(),
         depth,
         RehashConfig::default(),
-        2,
+        tree_core::persistent::NodeCache::top(2),
     )
     .map_err(|e| format!("open: {e}"))?;
     tree.set_history_config(HISTORY).unwrap();
@@ -61,9 +61,13 @@ fn run_case(seed: u64) -> Result<(), String> {
     let image = store.crash_image(rng.gen_range(0..=pending));
     drop(tree);
 
-    let mut reopened =
-        SledMerkleTree::<MixHasher, MemStore>::open_store(image, depth, RehashConfig::default(), 2)
-            .map_err(|e| format!("reopen after crash at step {crash_at}: {e}"))?;
+    let mut reopened = SledMerkleTree::<MixHasher, MemStore>::open_store(
+        image,
+        depth,
+        RehashConfig::default(),
+        tree_core::persistent::NodeCache::top(2),
+    )
+    .map_err(|e| format!("reopen after crash at step {crash_at}: {e}"))?;
     let got = observe(&reopened).map_err(|e| format!("read after reopen: {e}"))?;
     let Some(at) = (0..models.len())
         .rev()

@@ -45,7 +45,7 @@ proptest! {
         let sled = SledConfig::new(dir.path());
         let open = |sled: &SledConfig| {
             let store = SledStore::open(sled).unwrap();
-            SledMerkleTree::<MixHasher>::open_store(store, depth(), RehashConfig::default(), 2).unwrap()
+            SledMerkleTree::<MixHasher>::open_store(store, depth(), RehashConfig::default(), tree_core::persistent::NodeCache::top(2)).unwrap()
         };
         let tree = check_records(open(&sled), config, &ops, |tree| {
             drop(tree);
@@ -58,7 +58,7 @@ proptest! {
     fn redb_keeps_records_with_the_tree_across_reopens(config in history(), ops in arb_record_ops(30)) {
         let _case = tally!("redb_keeps_records_with_the_tree_across_reopens", ops.len());
         let dir = tempfile::tempdir().unwrap();
-        let redb = RedbConfig::new(dir.path()).cached_levels(2);
+        let redb = RedbConfig::new(dir.path()).cached_levels(2).cached_band_chunks(0);
         let open = |redb: &RedbConfig| RedbMerkleTree::<MixHasher>::open(redb, depth()).unwrap();
         let tree = check_records(open(&redb), config, &ops, |tree| {
             drop(tree);

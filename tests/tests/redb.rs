@@ -18,7 +18,11 @@ use tree_core::{Depth, History, HistoryConfig, MerkleTree, MerkleTreeExt, Optima
 use tree_redb::{RedbConfig, RedbMerkleTree, RedbStore, RedbTreeError, DATABASE_FILE};
 
 fn open(config: &RedbConfig, depth: Depth) -> RedbMerkleTree<MixHasher> {
-    RedbMerkleTree::open(&config.clone().cached_levels(2), depth).unwrap()
+    RedbMerkleTree::open(
+        &config.clone().cached_levels(2).cached_band_chunks(0),
+        depth,
+    )
+    .unwrap()
 }
 
 proptest! {
@@ -88,8 +92,13 @@ fn power_loss_case(seed: u64) -> Result<CaseStats, String> {
     };
     let disk = PowerLossBackend::new(seed);
     let store = RedbStore::with_backend(disk.clone(), durability).map_err(|e| e.to_string())?;
-    let mut tree = RedbMerkleTree::<MixHasher>::open_store(store, depth, Default::default(), 2)
-        .map_err(|e| format!("open: {e}"))?;
+    let mut tree = RedbMerkleTree::<MixHasher>::open_store(
+        store,
+        depth,
+        Default::default(),
+        tree_core::persistent::NodeCache::top(2),
+    )
+    .map_err(|e| format!("open: {e}"))?;
     tree.set_history_config(HISTORY)
         .map_err(|e| e.to_string())?;
     let mut model = OptimalMerkleTree::<MixHasher>::new(depth);
@@ -135,8 +144,13 @@ fn power_loss_case(seed: u64) -> Result<CaseStats, String> {
     let after = disk.power_loss();
     let store = RedbStore::with_backend(after, durability)
         .map_err(|e| format!("reopen after power loss: {e}"))?;
-    let tree = RedbMerkleTree::<MixHasher>::open_store(store, depth, Default::default(), 2)
-        .map_err(|e| format!("reopen after power loss: {e}"))?;
+    let tree = RedbMerkleTree::<MixHasher>::open_store(
+        store,
+        depth,
+        Default::default(),
+        tree_core::persistent::NodeCache::top(2),
+    )
+    .map_err(|e| format!("reopen after power loss: {e}"))?;
     let got = observe(&tree).map_err(|e| e.to_string())?;
     let Some(at) = states.iter().rposition(|s| *s == got) else {
         return Err(format!(
@@ -354,8 +368,13 @@ fn redb_periodic_durability_is_made_durable_by_flush() {
         },
     )
     .unwrap();
-    let mut tree =
-        RedbMerkleTree::<MixHasher>::open_store(store, depth, Default::default(), 2).unwrap();
+    let mut tree = RedbMerkleTree::<MixHasher>::open_store(
+        store,
+        depth,
+        Default::default(),
+        tree_core::persistent::NodeCache::top(2),
+    )
+    .unwrap();
     let empty = tree.root();
     tree.set_range(0, [1u64, 2]).unwrap();
     let first = tree.root();
@@ -366,7 +385,7 @@ fn redb_periodic_durability_is_made_durable_by_flush() {
         RedbStore::with_backend(lost, Durability::EveryCommit).unwrap(),
         depth,
         Default::default(),
-        2,
+        tree_core::persistent::NodeCache::top(2),
     )
     .unwrap();
     assert!([empty, first].contains(&reopened.root()));
@@ -377,7 +396,7 @@ fn redb_periodic_durability_is_made_durable_by_flush() {
         RedbStore::with_backend(kept, Durability::EveryCommit).unwrap(),
         depth,
         Default::default(),
-        2,
+        tree_core::persistent::NodeCache::top(2),
     )
     .unwrap();
     assert_eq!(reopened.root(), first);

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use hasher::{Keccak256Hasher, PoseidonHasher};
 use integration_tests::{cases, fr_leaf, FaultyStore, Injected};
 use proptest::prelude::*;
-use tree_core::persistent::layout::{node_key, DEPTH_KEY, FORMAT_VERSION_KEY, NEXT_INDEX_KEY};
+use tree_core::persistent::layout::{
+    node_key, DEPTH_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, NEXT_INDEX_KEY,
+};
+use tree_core::persistent::NodeCache;
 use tree_core::testing::{arb_ops, check_ops, mix_leaf, MixHasher, Op, ReferenceTree};
 use tree_core::{Depth, MerkleTree, MerkleTreeExt, RehashConfig, UpdateBatch};
 use tree_sled::{
@@ -14,10 +17,35 @@ use tree_sled::{
 };
 
 type MemTree<H> = SledMerkleTree<H, MemStore>;
+type MemTreeOf<S> = SledMerkleTree<MixHasher, S>;
 
 fn mem_tree<H: hasher::DigestCodec>(store: MemStore, depth: Depth, parallel: bool) -> MemTree<H> {
+    cached_mem_tree(store, depth, parallel, 0)
+}
+
+/// A tree whose cache holds the top 3 levels and every band using at most `band_chunks` chunks:
+/// with a budget of 1 or 2 the cached bands move as the tree grows and rewinds.
+fn cached_mem_tree<H: hasher::DigestCodec>(
+    store: MemStore,
+    depth: Depth,
+    parallel: bool,
+    band_chunks: u32,
+) -> MemTree<H> {
     let cfg = RehashConfig::with_min_parallel_nodes(if parallel { 1 } else { usize::MAX });
-    SledMerkleTree::open_store(store, depth, cfg, 3).unwrap()
+    let cache = NodeCache {
+        top_levels: 3,
+        band_chunks,
+    };
+    SledMerkleTree::open_store(store, depth, cfg, cache).unwrap()
+}
+
+/// A MixHasher tree over any store with `cache`.
+fn open_cached<S: KvStore>(
+    store: S,
+    depth: Depth,
+    cache: NodeCache,
+) -> SledMerkleTree<MixHasher, S> {
+    SledMerkleTree::open_store(store, depth, RehashConfig::default(), cache).unwrap()
 }
 
 /// Restart = drop the tree and reopen the same store.
@@ -33,11 +61,17 @@ proptest! {
     #[test]
     fn mem_store_tree_matches_reference(
         parallel in any::<bool>(),
-        (depth, ops) in (1u8..=6).prop_flat_map(|d| (Just(d), arb_ops(d, 40, mix_leaf))),
+        band_chunks in 0u32..3,
+        (depth, ops) in (1u8..=10).prop_flat_map(|d| (Just(d), arb_ops(d, 40, mix_leaf))),
     ) {
         let _case = integration_tests::tally!("mem_store_tree_matches_reference", ops.len());
-        let tree = mem_tree::<MixHasher>(MemStore::new(), Depth::new(depth).unwrap(), parallel);
-        let tree = check_ops(tree, &ops, restart_mem);
+        let depth = Depth::new(depth).unwrap();
+        let tree = cached_mem_tree::<MixHasher>(MemStore::new(), depth, parallel, band_chunks);
+        let tree = check_ops(tree, &ops, |tree| {
+            let store = tree.store().clone();
+            drop(tree);
+            cached_mem_tree(store, depth, false, band_chunks)
+        });
         prop_assert!(tree.verify_integrity().unwrap().is_empty());
     }
 }
@@ -63,7 +97,7 @@ proptest! {
         let depth = Depth::new(depth).unwrap();
         let open = |config: &SledConfig| {
             let store = SledStore::open(config).unwrap();
-            SledMerkleTree::<MixHasher>::open_store(store, depth, RehashConfig::default(), 2).unwrap()
+            SledMerkleTree::<MixHasher>::open_store(store, depth, RehashConfig::default(), tree_core::persistent::NodeCache::top(2)).unwrap()
         };
         let tree = check_ops(open(&config), &ops, |tree| {
             drop(tree);
@@ -89,7 +123,7 @@ proptest! {
         let _case = integration_tests::tally!("failed_commit_leaves_state_before_the_batch", ops.len());
         let depth = Depth::new(5).unwrap();
         let store = FaultyStore { inner: MemStore::new(), commits: Arc::new(AtomicUsize::new(0)), fail_at, lands };
-        let mut tree = SledMerkleTree::<MixHasher, _>::open_store(store.clone(), depth, RehashConfig::default(), 2).unwrap();
+        let mut tree = SledMerkleTree::<MixHasher, _>::open_store(store.clone(), depth, RehashConfig::default(), tree_core::persistent::NodeCache::top(2)).unwrap();
         let mut model = ReferenceTree::<MixHasher>::new(depth);
         let mut injected = false;
         for op in &ops {
@@ -112,12 +146,12 @@ proptest! {
                     if lands && matches!(tree.get(0), Err(SledTreeError::Indeterminate)) {
                         prop_assert!(matches!(tree.set(0, 7), Err(SledTreeError::Indeterminate)));
                         prop_assert_eq!(tree.root(), before.0);
-                        let reopened = SledMerkleTree::<MixHasher, _>::open_store(store.inner.clone(), depth, RehashConfig::default(), 2).unwrap();
+                        let reopened = SledMerkleTree::<MixHasher, _>::open_store(store.inner.clone(), depth, RehashConfig::default(), tree_core::persistent::NodeCache::top(2)).unwrap();
                         prop_assert_eq!(reopened.root(), trial.root());
                         prop_assert!(reopened.verify_integrity().unwrap().is_empty());
                         return Ok(());
                     }
-                    let reopened = SledMerkleTree::<MixHasher, _>::open_store(store.inner.clone(), depth, RehashConfig::default(), 2).unwrap();
+                    let reopened = SledMerkleTree::<MixHasher, _>::open_store(store.inner.clone(), depth, RehashConfig::default(), tree_core::persistent::NodeCache::top(2)).unwrap();
                     prop_assert_eq!(reopened.root(), model.root());
                     prop_assert_eq!(reopened.next_index(), model.next_index());
                     prop_assert_eq!(reopened.empty_leaves_indices().unwrap(), model.empty_leaves_indices());
@@ -202,7 +236,12 @@ fn reopen_after(
             .unwrap();
     }
     damage(&store);
-    SledMerkleTree::open_store(store, Depth::new(4).unwrap(), RehashConfig::default(), 2)
+    SledMerkleTree::open_store(
+        store,
+        Depth::new(4).unwrap(),
+        RehashConfig::default(),
+        tree_core::persistent::NodeCache::top(2),
+    )
 }
 
 fn put(store: &MemStore, key: &[u8], value: Vec<u8>) {
@@ -218,7 +257,7 @@ fn damaged_headers_and_nodes_are_typed_errors() {
         reopen_after(|s| put(s, FORMAT_VERSION_KEY, 99u32.to_be_bytes().to_vec())),
         Err(SledTreeError::FormatVersion {
             found: 99,
-            supported: 1
+            supported: FORMAT_VERSION
         })
     ));
     assert!(matches!(
@@ -253,7 +292,8 @@ fn damaged_headers_and_nodes_are_typed_errors() {
         tree.proof(0),
         Err(SledTreeError::Corrupted { .. })
     ));
-    let tree = reopen_after(|s| put(s, &leaf_key, vec![0xff; 16 * 32])).unwrap();
+    let chunk_len = tree_core::persistent::layout::ChunkShape::current().slots() * 32;
+    let tree = reopen_after(|s| put(s, &leaf_key, vec![0xff; chunk_len])).unwrap();
     assert!(matches!(
         tree.proof(0),
         Err(SledTreeError::Corrupted {
@@ -286,7 +326,7 @@ fn store_with_foreign_data_is_not_a_tree_and_is_left_alone() {
             store.clone(),
             Depth::new(4).unwrap(),
             RehashConfig::default(),
-            2
+            tree_core::persistent::NodeCache::top(2)
         ),
         Err(SledTreeError::NotATree)
     ));
@@ -315,4 +355,186 @@ fn batch_with_metadata_is_one_commit_and_unchanged_nodes_are_not_rewritten() {
     let mut t = SledMerkleTree::<MixHasher>::open(&cfg, Depth::new(20).unwrap()).unwrap();
     t.update_next(42).unwrap();
     assert!(t.size_on_disk().unwrap() > 0);
+}
+
+/// A database a format 1 build wrote (16-node rows: the header and every row with a non-empty
+/// node, built here from an in-memory tree) opens, proves, grows, rewinds and reopens in its own
+/// shape, equal to the in-memory tree throughout.
+#[test]
+fn format_1_databases_are_read_and_extended_in_their_own_shape() {
+    use tree_core::persistent::layout::{
+        chunk_key, encode_chunk, encode_u32, encode_u64, ChunkShape, DIGEST_LEN_KEY, HASHER_KEY,
+        NODE_PREFIX,
+    };
+    use tree_core::{EmptyRoots, History, NodeAddr, OptimalMerkleTree};
+
+    let depth = Depth::new(9).unwrap();
+    let leaves: Vec<u64> = (0..300).map(mix_leaf).collect();
+    let mut reference = OptimalMerkleTree::<MixHasher>::new(depth);
+    reference.set_range(0, leaves.iter().copied()).unwrap();
+    let empty = EmptyRoots::<MixHasher>::new(depth);
+    let rows = ChunkShape::ROWS;
+    let store = MemStore::new();
+    let mut image = StoreBatch::default();
+    image.insert(FORMAT_VERSION_KEY, encode_u32(1));
+    image.insert(DEPTH_KEY, vec![depth.get()]);
+    image.insert(
+        HASHER_KEY,
+        <MixHasher as hasher::Hasher>::ID.as_bytes().to_vec(),
+    );
+    image.insert(DIGEST_LEN_KEY, encode_u32(8));
+    image.insert(NEXT_INDEX_KEY, encode_u64(300));
+    for level in 0..=depth.get() {
+        let width = 300u64.div_ceil(1 << level);
+        for first in (0..width).step_by(16) {
+            let (chunk, _) = rows.of(NodeAddr {
+                level,
+                index: first,
+            });
+            let nodes: Vec<u64> = (0..16)
+                .map(|slot| {
+                    let addr = rows.node(chunk, slot);
+                    reference.node(addr).unwrap_or(empty.at(level))
+                })
+                .collect();
+            image.insert(&chunk_key(chunk), encode_chunk::<MixHasher>(&nodes));
+        }
+    }
+    let Ok(()) = store.commit(image);
+
+    for (id, cache) in (1..).zip([NodeCache::default(), NodeCache::top(2)]) {
+        let open = || open_cached(store.clone(), depth, cache);
+        let mut tree = open();
+        assert_eq!(tree.root(), reference.root());
+        for index in (0..300).step_by(7) {
+            assert_eq!(tree.proof(index).unwrap(), reference.proof(index).unwrap());
+        }
+        assert!(tree.verify_integrity().unwrap().is_empty());
+        let before = tree.root();
+        tree.checkpoint(id).unwrap();
+        let mut block = UpdateBatch::new();
+        block
+            .set_range(300, (300..340).map(mix_leaf))
+            .delete(5)
+            .set(17, 99);
+        tree.apply(block.clone()).unwrap();
+        let mut grown = reference.clone();
+        grown.apply(block).unwrap();
+        assert_eq!(tree.root(), grown.root());
+        drop(tree);
+        let mut tree = open();
+        assert_eq!(tree.root(), grown.root());
+        assert_eq!(tree.proof(320).unwrap(), grown.proof(320).unwrap());
+        assert!(tree.verify_integrity().unwrap().is_empty());
+        tree.rewind_to(id).unwrap();
+        assert_eq!(tree.root(), before);
+    }
+    // Still format 1, every chunk still a 16-node row.
+    assert_eq!(store.get(FORMAT_VERSION_KEY).unwrap(), Some(encode_u32(1)));
+    let mut chunks = 0;
+    let Ok(()) = store.scan_prefix(&[NODE_PREFIX], &mut |_, value| {
+        assert_eq!(value.len(), 16 * 8);
+        chunks += 1;
+    });
+    assert!(chunks > 300 / 16);
+}
+
+/// A store that counts the node reads reaching it.
+#[derive(Clone, Default)]
+struct CountingStore {
+    inner: MemStore,
+    node_gets: Arc<AtomicUsize>,
+    node_scans: Arc<AtomicUsize>,
+}
+
+impl KvStore for CountingStore {
+    type Error = std::convert::Infallible;
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error> {
+        if key.first() == Some(&tree_core::persistent::layout::NODE_PREFIX) {
+            self.node_gets
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.inner.get(key)
+    }
+
+    fn commit(&self, batch: StoreBatch) -> Result<(), Self::Error> {
+        self.inner.commit(batch)
+    }
+
+    fn flush(&self) -> Result<(), Self::Error> {
+        self.inner.flush()
+    }
+
+    fn scan_prefix(
+        &self,
+        prefix: &[u8],
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<(), Self::Error> {
+        if prefix.first() == Some(&tree_core::persistent::layout::NODE_PREFIX) {
+            self.node_scans
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.inner.scan_prefix(prefix, visit)
+    }
+
+    fn is_empty(&self) -> Result<bool, Self::Error> {
+        self.inner.is_empty()
+    }
+}
+
+/// The cache follows the tree's size: with 2^12 leaves at depth 20 and a budget of 64 chunks a
+/// band, bands 4 and up are cached (band 0 uses 256 chunks), so after a reopen each cached band
+/// is read once, by one scan, and every proof after that reads one store entry (its band 0
+/// chunk); growing the tree past the budget moves the cached bands up, and the proofs stay equal
+/// to the in-memory tree's throughout.
+#[test]
+fn cached_bands_load_once_and_a_proof_reads_one_entry() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let depth = Depth::new(20).unwrap();
+    let store = CountingStore::default();
+    let cache = NodeCache {
+        top_levels: 0,
+        band_chunks: 64,
+    };
+    let open = || open_cached(store.clone(), depth, cache);
+    let mut reference = tree_core::OptimalMerkleTree::<MixHasher>::new(depth);
+    let leaves: Vec<u64> = (0..1 << 12).map(mix_leaf).collect();
+    reference.set_range(0, leaves.iter().copied()).unwrap();
+    open().set_range(0, leaves).unwrap();
+
+    let tree = open();
+    let (gets, scans) = (
+        store.node_gets.load(Relaxed),
+        store.node_scans.load(Relaxed),
+    );
+    let check = |tree: &MemTreeOf<CountingStore>,
+                 reference: &tree_core::OptimalMerkleTree<MixHasher>,
+                 index: u64| {
+        assert_eq!(tree.proof(index).unwrap(), reference.proof(index).unwrap());
+    };
+    check(&tree, &reference, 7);
+    // Bands 4, 8, 12 and 16 (the root's) each loaded by one scan; band 0 read by one get.
+    assert_eq!(store.node_scans.load(Relaxed) - scans, 4);
+    for index in (0..1 << 12).step_by(97) {
+        let before = store.node_gets.load(Relaxed);
+        check(&tree, &reference, index);
+        assert_eq!(
+            store.node_gets.load(Relaxed) - before,
+            1,
+            "proof of {index}"
+        );
+    }
+    assert_eq!(store.node_scans.load(Relaxed) - scans, 4);
+    assert!(store.node_gets.load(Relaxed) > gets);
+
+    // Past 64 × 2^8 leaves band 4 no longer fits: it leaves the cache, proofs read it.
+    let mut tree = tree;
+    let more: Vec<u64> = (1 << 12..(1 << 14) + 1).map(mix_leaf).collect();
+    reference.set_range(1 << 12, more.iter().copied()).unwrap();
+    tree.set_range(1 << 12, more).unwrap();
+    assert_eq!(tree.root(), reference.root());
+    let before = store.node_gets.load(Relaxed);
+    check(&tree, &reference, 1 << 13);
+    assert_eq!(store.node_gets.load(Relaxed) - before, 2);
 }

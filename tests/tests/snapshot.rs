@@ -47,7 +47,7 @@ proptest! {
         let optimal = read().import(OptimalMerkleTree::new(depth), Some(&source.root())).unwrap();
         let full = read().import(FullMerkleTree::new(depth).unwrap(), None).unwrap();
         let store = SledMerkleTree::<MixHasher, MemStore>::open_store(
-            MemStore::new(), depth, RehashConfig::default(), 2,
+            MemStore::new(), depth, RehashConfig::default(), tree_core::persistent::NodeCache::top(2),
         ).unwrap();
         let sled = read().import(store, None).unwrap();
         prop_assert!(same_state(&source, &optimal));

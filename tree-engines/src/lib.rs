@@ -47,7 +47,8 @@
 use std::path::{Path, PathBuf};
 
 use tree_core::persistent::{
-    Durability, KvStore, OpenStore, PersistentTree, PersistentTreeError, SharedTree, StoreBatch,
+    Durability, KvStore, NodeCache, OpenStore, PersistentTree, PersistentTreeError, SharedTree,
+    StoreBatch,
 };
 use tree_redb::{RedbConfig, RedbStore};
 use tree_sled::{SledConfig, SledStore};
@@ -124,6 +125,10 @@ pub struct DbConfig {
     pub durability: Durability,
     /// How many levels below the root the tree caches in memory.
     pub cached_levels: u8,
+    /// Also keep in memory every band of levels that uses at most this many node chunks
+    /// (about 1 KiB each) at the tree's size: the top of the tree whatever its depth
+    /// ([`NodeCache`]); 0 turns it off.
+    pub cached_band_chunks: u32,
 }
 
 impl Default for DbConfig {
@@ -132,7 +137,8 @@ impl Default for DbConfig {
             path: None,
             engine: None,
             durability: Durability::Periodic { every_ms: 500 },
-            cached_levels: 14,
+            cached_levels: NodeCache::default().top_levels,
+            cached_band_chunks: NodeCache::default().band_chunks,
         }
     }
 }
@@ -161,6 +167,13 @@ impl DbConfig {
         self
     }
 
+    /// Sets the chunk budget of a cached band of levels (0: only the top levels).
+    #[must_use]
+    pub fn cached_band_chunks(mut self, chunks: u32) -> Self {
+        self.cached_band_chunks = chunks;
+        self
+    }
+
     /// The engine this configuration opens: the one found in the directory, else the one asked
     /// for, else sled.
     ///
@@ -184,6 +197,7 @@ impl DbConfig {
         };
         config.durability = self.durability;
         config.cached_levels = self.cached_levels;
+        config.cached_band_chunks = self.cached_band_chunks;
         config
     }
 
@@ -192,6 +206,7 @@ impl DbConfig {
             path: self.path.clone(),
             durability: self.durability,
             cached_levels: self.cached_levels,
+            cached_band_chunks: self.cached_band_chunks,
             ..RedbConfig::default()
         }
     }
@@ -306,8 +321,11 @@ impl OpenStore for AnyStore {
         config.path.as_deref()
     }
 
-    fn cached_levels(config: &DbConfig) -> u8 {
-        config.cached_levels
+    fn node_cache(config: &DbConfig) -> NodeCache {
+        NodeCache {
+            top_levels: config.cached_levels,
+            band_chunks: config.cached_band_chunks,
+        }
     }
 
     fn size_on_disk(&self) -> Result<u64, EngineError> {

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use tree_core::persistent::Durability;
+use tree_core::persistent::{Durability, NodeCache};
 
 /// Where and how to open a redb database. `Default` is a temporary database held in memory
 /// (redb's in-memory backend: nothing touches the filesystem).
@@ -18,6 +18,10 @@ pub struct RedbConfig {
     pub durability: Durability,
     /// How many levels below the root the tree caches in memory; 0 disables the cache.
     pub cached_levels: u8,
+    /// Also keep in memory every band of levels that uses at most this many node chunks
+    /// (about 1 KiB each) at the tree's size: the top of the tree whatever its depth
+    /// ([`NodeCache`](tree_core::persistent::NodeCache)); 0 turns it off.
+    pub cached_band_chunks: u32,
     /// Verify every page's checksum on open (reads the whole file): off by default so that
     /// opening stays O(1); redb checks a file it did not close cleanly anyway.
     pub check_integrity_on_open: bool,
@@ -29,7 +33,8 @@ impl Default for RedbConfig {
             path: None,
             cache_capacity: 256 * 1024 * 1024,
             durability: Durability::Periodic { every_ms: 500 },
-            cached_levels: 14,
+            cached_levels: NodeCache::default().top_levels,
+            cached_band_chunks: NodeCache::default().band_chunks,
             check_integrity_on_open: false,
         }
     }
@@ -69,6 +74,13 @@ impl RedbConfig {
     #[must_use]
     pub fn cached_levels(mut self, levels: u8) -> Self {
         self.cached_levels = levels;
+        self
+    }
+
+    /// Sets the chunk budget of a cached band of levels (0: only the top levels).
+    #[must_use]
+    pub fn cached_band_chunks(mut self, chunks: u32) -> Self {
+        self.cached_band_chunks = chunks;
         self
     }
 }

@@ -281,8 +281,11 @@ impl OpenStore for RedbStore {
         config.path.as_deref()
     }
 
-    fn cached_levels(config: &RedbConfig) -> u8 {
-        config.cached_levels
+    fn node_cache(config: &RedbConfig) -> tree_core::persistent::NodeCache {
+        tree_core::persistent::NodeCache {
+            top_levels: config.cached_levels,
+            band_chunks: config.cached_band_chunks,
+        }
     }
 
     /// The database file's length (0 for a database held in memory).

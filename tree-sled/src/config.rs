@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use tree_core::persistent::Durability;
+use tree_core::persistent::{Durability, NodeCache};
 
 /// sled's storage mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -35,6 +35,10 @@ pub struct SledConfig {
     /// How many levels below the root the tree caches in memory (reads of the top of the tree
     /// for every proof and rehash); 0 disables the cache.
     pub cached_levels: u8,
+    /// Also keep in memory every band of levels that uses at most this many node chunks
+    /// (about 1 KiB each) at the tree's size: the top of the tree whatever its depth
+    /// ([`NodeCache`](tree_core::persistent::NodeCache)); 0 turns it off.
+    pub cached_band_chunks: u32,
 }
 
 impl Default for SledConfig {
@@ -45,7 +49,8 @@ impl Default for SledConfig {
             cache_capacity: 256 * 1024 * 1024,
             durability: Durability::Periodic { every_ms: 500 },
             mode: Mode::HighThroughput,
-            cached_levels: 14,
+            cached_levels: NodeCache::default().top_levels,
+            cached_band_chunks: NodeCache::default().band_chunks,
         }
     }
 }
@@ -92,6 +97,13 @@ impl SledConfig {
     #[must_use]
     pub fn cached_levels(mut self, levels: u8) -> Self {
         self.cached_levels = levels;
+        self
+    }
+
+    /// Sets the chunk budget of a cached band of levels (0: only the top levels).
+    #[must_use]
+    pub fn cached_band_chunks(mut self, chunks: u32) -> Self {
+        self.cached_band_chunks = chunks;
         self
     }
 }

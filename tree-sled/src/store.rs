@@ -152,8 +152,11 @@ impl OpenStore for SledStore {
         config.path.as_deref()
     }
 
-    fn cached_levels(config: &SledConfig) -> u8 {
-        config.cached_levels
+    fn node_cache(config: &SledConfig) -> tree_core::persistent::NodeCache {
+        tree_core::persistent::NodeCache {
+            top_levels: config.cached_levels,
+            band_chunks: config.cached_band_chunks,
+        }
     }
 
     fn size_on_disk(&self) -> Result<u64, sled::Error> {

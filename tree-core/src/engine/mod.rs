@@ -21,7 +21,7 @@
 //!
 //! let depth = Depth::new(8)?;
 //! let mut sparse = OptimalMerkleTree::<K>::new(depth);
-//! let mut stored = PersistentTree::<K, _>::open_store(MemStore::new(), depth, RehashConfig::default(), 2)?;
+//! let mut stored = PersistentTree::<K, _>::open_store(MemStore::new(), depth, RehashConfig::default(), tree_core::persistent::NodeCache::top(2))?;
 //! let mut block = UpdateBatch::new();
 //! block.set_range(0, [[1u8; 32], [2u8; 32]]);
 //! sparse.apply_checkpointed(block.clone(), 7)?; // the block and its checkpoint: one commit
@@ -155,14 +155,10 @@ impl<H: Hasher, S: TreeStore<H>> MerkleTree for Tree<H, S> {
         self.apply_inner(batch, None)
     }
 
-    /// Reads the path straight from the store: one bounds check for the index, none per level.
+    /// The store's siblings of the path: one bounds check for the index, none per level.
     fn proof(&self, index: u64) -> Result<MerkleProof<H>, S::Error> {
         self.depth.check_index(index)?;
-        // Sized up front: collecting through `Result` would grow the vector four times.
-        let mut siblings = Vec::with_capacity(usize::from(self.depth.get()));
-        for addr in NodeAddr::proof_path(self.depth, index) {
-            siblings.push(self.store.node(addr)?);
-        }
+        let siblings = self.store.siblings(self.depth, index)?;
         Ok(MerkleProof::new(index, siblings))
     }
 

@@ -6,7 +6,7 @@ use hasher::{Digest, Hasher};
 
 use crate::history::FrameRef;
 use crate::rehash::NodeLevels;
-use crate::{AsTreeError, CheckpointInfo, HistoryConfig, NodeAddr, Records, TreeError};
+use crate::{AsTreeError, CheckpointInfo, Depth, HistoryConfig, NodeAddr, Records, TreeError};
 
 /// Reads of stored nodes (the empty subtree's value where nothing is stored).
 pub trait NodeRead<H: Hasher> {
@@ -81,6 +81,21 @@ pub trait TreeStore<H: Hasher>: Sized {
     /// # Errors
     /// A storage read failure.
     fn node(&self, addr: NodeAddr) -> Result<Digest<H>, Self::Error>;
+
+    /// The siblings on leaf `index`'s path, bottom up, for a proof of a tree of `depth` (the
+    /// index already checked). The default reads them one by one; a store that keeps several
+    /// nodes per entry reads each entry once.
+    ///
+    /// # Errors
+    /// A storage read failure.
+    fn siblings(&self, depth: Depth, index: u64) -> Result<Vec<Digest<H>>, Self::Error> {
+        // Sized up front: collecting through `Result` would grow the vector four times.
+        let mut siblings = Vec::with_capacity(usize::from(depth.get()));
+        for addr in NodeAddr::proof_path(depth, index) {
+            siblings.push(self.node(addr)?);
+        }
+        Ok(siblings)
+    }
 
     /// Record `key`'s value, if set ([`UpdateBatch::put_record`](crate::UpdateBatch::put_record)).
     ///

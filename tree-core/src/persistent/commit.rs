@@ -1,6 +1,7 @@
 //! Staging a change as one store batch (chunks, deleted slots, counters, undo records,
 //! checkpoint records) and committing it with the commit counter bumped.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use hasher::{Digest, DigestCodec};
@@ -15,15 +16,20 @@ use super::reader::KvReader;
 use super::{Corrupt, KvStore, KvTreeStore, PersistentTreeError, StoreBatch, StoreTreeError};
 use crate::engine::{Change, LevelWrites, TreeStore};
 use crate::history::FrameRef;
-use crate::{CheckpointInfo, NodeAddr};
+use crate::{CheckpointInfo, Depth, NodeAddr};
 
 /// Chunks and their new nodes.
 type Chunks<H> = Vec<(ChunkAddr, Vec<Digest<H>>)>;
 
-/// A change encoded as one store batch, with the top-level chunks to cache once it lands.
+/// The chunks one change touches: each one's nodes as stored, and as the change leaves them.
+type Touched<H> = BTreeMap<ChunkAddr, (Vec<Digest<H>>, Vec<Digest<H>>)>;
+
+/// A change encoded as one store batch, with the top-of-tree chunks to cache once it lands and
+/// the cached bands for the tree's size after it.
 pub struct KvStaged<H: DigestCodec> {
     batch: StoreBatch,
     changed: Chunks<H>,
+    next_index: Option<u64>,
 }
 
 impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
@@ -48,40 +54,50 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
     }
 
     /// Adds the chunks `change` writes to `batch`: only chunks in which some node changed, and
-    /// all-empty chunks removed. Returns the changed chunks the top-level cache keeps.
+    /// all-empty chunks removed. Returns the changed chunks of bands at `cache_from` and above,
+    /// which the cache keeps.
     fn stage_nodes(
         &self,
         reader: &KvReader<'_, H, S>,
         nodes: &LevelWrites<H>,
+        cache_from: u8,
         batch: &mut StoreBatch,
     ) -> Result<Chunks<H>, StoreTreeError<S>> {
-        let mut changed = Vec::new();
+        // A chunk spans the levels of its band: gather every level's writes into it first.
+        let mut touched: Touched<H> = BTreeMap::new();
         for (level, (indices, values)) in (0u8..).zip(nodes) {
-            let empty = self.empty.at(level);
-            let at = |index| ChunkAddr::of(NodeAddr { level, index });
+            let at = |index| self.shape.of(NodeAddr { level, index });
             let mut offset = 0;
-            // Indices increase, so each chunk's nodes are one run.
+            // Indices increase, so each chunk's nodes of one level are one run.
             for run in indices.chunk_by(|&a, &b| at(a).0 == at(b).0) {
                 let run_values = &values[offset..offset + run.len()];
                 offset += run.len();
                 let (chunk, _) = at(run[0]);
-                let old = reader.stored_chunk(chunk)?;
-                let mut new = old.clone();
+                let new = match touched.entry(chunk) {
+                    Entry::Occupied(entry) => &mut entry.into_mut().1,
+                    Entry::Vacant(entry) => {
+                        let old = reader.stored_chunk(chunk)?;
+                        &mut entry.insert((old.clone(), old)).1
+                    }
+                };
                 for (&index, &value) in run.iter().zip(run_values) {
                     new[at(index).1] = value;
                 }
-                if new == old {
-                    continue;
-                }
-                let key = chunk_key(chunk);
-                if new.iter().all(|v| *v == empty) {
-                    batch.remove(&key);
-                } else {
-                    batch.insert(&key, encode_chunk::<H>(&new));
-                }
-                if level >= self.cache_from {
-                    changed.push((chunk, new));
-                }
+            }
+        }
+        let mut changed = Vec::new();
+        for (chunk, (old, new)) in touched {
+            if new == old {
+                continue;
+            }
+            let key = chunk_key(chunk);
+            if new == self.empty_chunk(chunk) {
+                batch.remove(&key);
+            } else {
+                batch.insert(&key, encode_chunk::<H>(&new));
+            }
+            if chunk.level >= cache_from {
+                changed.push((chunk, new));
             }
         }
         Ok(changed)
@@ -125,6 +141,10 @@ impl<H: DigestCodec, S: KvStore> TreeStore<H> for KvTreeStore<H, S> {
         self.read_node(addr)
     }
 
+    fn siblings(&self, depth: Depth, index: u64) -> Result<Vec<Digest<H>>, Self::Error> {
+        self.path_siblings(depth, index)
+    }
+
     fn deleted_leaves(&self) -> Result<Vec<u64>, Self::Error> {
         let mut indices = Vec::new();
         let decode = |key: &[u8], _: &[u8]| {
@@ -144,7 +164,10 @@ impl<H: DigestCodec, S: KvStore> TreeStore<H> for KvTreeStore<H, S> {
         change: Change<H>,
     ) -> Result<KvStaged<H>, Self::Error> {
         let mut batch = StoreBatch::default();
-        let changed = self.stage_nodes(&reader, &change.nodes, &mut batch)?;
+        let cache_from = change
+            .next_index
+            .map_or(self.cache_from, |n| self.cache_from_for(n));
+        let changed = self.stage_nodes(&reader, &change.nodes, cache_from, &mut batch)?;
         for &(index, set) in &change.deleted {
             if set {
                 batch.insert(&deleted_key(index), Vec::new());
@@ -174,17 +197,24 @@ impl<H: DigestCodec, S: KvStore> TreeStore<H> for KvTreeStore<H, S> {
             batch.insert(&checkpoint_key(info.id), encode_checkpoint::<H>(info));
         }
         self.remove_checkpoints(&change.removed, &mut batch)?;
-        Ok(KvStaged { batch, changed })
+        Ok(KvStaged {
+            batch,
+            changed,
+            next_index: change.next_index,
+        })
     }
 
-    /// The one store commit (none for an empty batch), then the top-level cache.
+    /// The one store commit (none for an empty batch), then the top-of-tree cache.
     fn commit(&mut self, staged: KvStaged<H>) -> Result<(), Self::Error> {
         if !staged.batch.is_empty() {
             self.commit_counted(staged.batch)?;
         }
-        let mut cache = self.cache.lock();
+        if let Some(next_index) = staged.next_index {
+            self.follow_size(next_index);
+        }
+        let cache = self.cache.get_mut();
         for (chunk, values) in staged.changed {
-            cache.insert(chunk, values);
+            cache.committed(chunk, values);
         }
         Ok(())
     }

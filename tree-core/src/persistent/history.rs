@@ -7,7 +7,7 @@ use hasher::{Digest, DigestCodec};
 
 use super::layout::{
     checkpoint_key, chunk_key, decode_chunk, decode_undo, parse_undo_key, undo_key, undo_prefix,
-    ChunkAddr, METADATA_KEY, NEXT_INDEX_KEY, UNDO_PREFIX,
+    METADATA_KEY, NEXT_INDEX_KEY, UNDO_PREFIX,
 };
 use super::{Corrupt, KvStore, KvTreeStore, PersistentTree, StoreBatch, StoreTreeError};
 use crate::{CheckpointInfo, NodeAddr};
@@ -35,14 +35,16 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         id: u64,
         addr: NodeAddr,
     ) -> Result<Option<Digest<H>>, StoreTreeError<S>> {
-        let (chunk, slot) = ChunkAddr::of(addr);
+        let (chunk, slot) = self.shape.of(addr);
         let key = undo_key(id, &chunk_key(chunk));
         let Some(bytes) = self.get(&key)? else {
             return Ok(None);
         };
         match decode_undo(&bytes) {
             Some(None) => Ok(Some(self.empty.at(addr.level))),
-            Some(Some(chunk_bytes)) => Ok(Some(decode_chunk::<H>(&key, chunk_bytes)?[slot])),
+            Some(Some(chunk_bytes)) => Ok(Some(
+                decode_chunk::<H>(self.shape, &key, chunk_bytes)?[slot],
+            )),
             None => Err(Corrupt::new(&key, "malformed undo record").into()),
         }
     }
@@ -95,7 +97,8 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         }
         self.commit_counted(batch)?;
         // Restored chunks bypassed the cache.
-        self.cache.lock().clear();
+        self.cache.get_mut().clear();
+        self.cache_from = self.cache_from_for(to.next_index);
         if self.read_node(NodeAddr::root(self.depth))? != to.root {
             // The store now disagrees with the tree's view: refuse it until a reopen.
             self.indeterminate = true;

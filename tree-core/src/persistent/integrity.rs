@@ -36,11 +36,12 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
         for (key, value) in raw {
             let chunk = parse_chunk_key(&key)
                 .ok_or_else(|| Corrupt::new(&key, "malformed node chunk key"))?;
-            let values = decode_chunk::<H>(&key, &value)?;
+            let shape = self.store.shape;
+            let values = decode_chunk::<H>(shape, &key, &value)?;
             for (slot, value) in values.iter().enumerate() {
-                let addr = chunk.node(slot);
+                let addr = shape.node(chunk, slot);
                 if self.depth.check_addr(addr).is_err()
-                    && *value != self.store.empty.at(chunk.level)
+                    && *value != self.store.empty.at(shape.level(chunk, slot))
                 {
                     return Err(Corrupt::new(&key, "node stored outside the tree").into());
                 }
@@ -48,7 +49,7 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
             chunks.insert(chunk, values);
         }
         let node = |addr: NodeAddr| {
-            let (chunk, slot) = ChunkAddr::of(addr);
+            let (chunk, slot) = self.store.shape.of(addr);
             chunks
                 .get(&chunk)
                 .map_or_else(|| self.store.empty.at(addr.level), |values| values[slot])
@@ -59,7 +60,7 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
         let mut check: FxHashSet<NodeAddr> = FxHashSet::default();
         for (chunk, values) in &chunks {
             for (slot, &stored) in values.iter().enumerate() {
-                let addr = chunk.node(slot);
+                let addr = self.store.shape.node(*chunk, slot);
                 if self.depth.check_addr(addr).is_err() {
                     continue;
                 }

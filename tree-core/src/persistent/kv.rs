@@ -190,8 +190,8 @@ pub trait OpenStore: KvStore + Sized {
     /// The database directory `config` names; `None` for a temporary store.
     fn path(config: &Self::Config) -> Option<&std::path::Path>;
 
-    /// How many levels below the root the tree should cache in memory.
-    fn cached_levels(config: &Self::Config) -> u8;
+    /// Which nodes the tree keeps in memory once read.
+    fn node_cache(config: &Self::Config) -> super::NodeCache;
 
     /// Bytes the store takes on disk.
     ///

@@ -10,7 +10,7 @@
 //! | `M` `digest_len`                      | `u32` big-endian, the codec's `LEN`    |
 //! | `M` `next_index`                      | `u64` big-endian                       |
 //! | `M` `metadata`                        | the caller's bytes (absent = empty)    |
-//! | `N` level:`u8` chunk:`u64` big-endian | nodes `chunk·16 .. chunk·16+15` of the level, each in its canonical encoding, in order (`16 × LEN` bytes) |
+//! | `N` level:`u8` chunk:`u64` big-endian | one chunk of nodes ([`ChunkShape`]): `level` is the bottom level of its band, each node in its canonical encoding, in slot order (`slots × LEN` bytes) |
 //! | `D` index:`u64` big-endian            | empty: the leaf slot was deleted       |
 //! | `M` `history`                         | `max_checkpoints`, `root_window`: two `u64` big-endian (absent = defaults) |
 //! | `C` id:`u64` big-endian               | a checkpoint: root (`LEN` bytes), `next_index` `u64` BE, metadata |
@@ -18,14 +18,21 @@
 //! | `U` id:`u64` BE, then a key           | undo: that key's value at checkpoint `id`, `0` = absent or `1` + value |
 //! | `M` `commits`                         | `u64` big-endian: batches committed (absent = 0); every batch bumps it, so after a failed commit one read tells whether it landed |
 //!
-//! Nodes are stored in chunks of [`CHUNK_NODES`] consecutive nodes of one level: one store entry per
-//! 16 nodes instead of one per node cuts the engine's per-entry log and index overhead (disk, batch
-//! and open time) by the same factor, and a membership set, which grows from index 0, fills its
-//! chunks densely. Slots holding the empty subtree of their level are stored as that value; a
-//! chunk whose slots are all empty is not stored (absent = empty), so a fresh tree holds only its
-//! header. Big-endian chunk numbers make the engine's byte order equal `(level, index)` order. The
-//! header, nodes, `next_index`, deleted slots, records and metadata of one apply travel in one
-//! [`StoreBatch`](super::StoreBatch) (one sled batch, one redb write transaction), together with the undo records it adds to the newest checkpoint's frame.
+//! Nodes are stored in chunks, one store entry per chunk, shaped by the format version
+//! ([`ChunkShape`]). Format 2 cuts the levels into bands of four and stores, per band, the 4-level
+//! subtree under each node at the band's top: 16 nodes of the band's bottom level, their 8 parents,
+//! 4 and 2 (30 slots). A proof then reads one entry per four levels and an update writes one per
+//! four, and the store holds about half the entries of format 1, which stored 16 consecutive nodes
+//! of one level per entry (a band of one level: one entry per level of a proof). Format 1
+//! databases are read and written in their own shape. One entry per chunk instead of one per node
+//! cuts the engine's per-entry log and index overhead (disk, batch and open time), and a
+//! membership set, which grows from index 0, fills its chunks densely. Slots hold the empty
+//! subtree of their level where nothing is stored, slots outside the tree (right of it, or above
+//! the root in the root's band) included, so that no chunk's bytes depend on the depth; a chunk whose slots are all empty is not stored (absent =
+//! empty), so a fresh tree holds only its header. Big-endian chunk numbers make the engine's byte
+//! order equal `(band, chunk)` order. The header, nodes, `next_index`, deleted slots, records and
+//! metadata of one apply travel in one [`StoreBatch`](super::StoreBatch) (one sled batch, one redb
+//! write transaction), together with the undo records it adds to the newest checkpoint's frame.
 //!
 //! Undo records work on keys, not nodes: before an apply first overwrites a key after checkpoint
 //! `id`, its previous value is stored under `U id key`. Rewinding to `id` writes back, per key,
@@ -37,8 +44,8 @@ use hasher::{Digest, DigestCodec};
 use super::Corrupt;
 use crate::{CheckpointInfo, Depth, HistoryConfig, NodeAddr};
 
-/// The layout version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The layout version this build writes (it reads this one and format 1, whose chunks are rows).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"Mformat_version";
@@ -69,42 +76,144 @@ pub const UNDO_PREFIX: u8 = b'U';
 /// Prefix of records (a keyed side table that commits and rewinds with the tree).
 pub const RECORD_PREFIX: u8 = b'R';
 
-/// log2 of [`CHUNK_NODES`].
+/// log2 of the nodes of a chunk's bottom row.
 pub const CHUNK_BITS: u8 = 4;
-/// Nodes per stored chunk.
-pub const CHUNK_NODES: usize = 1 << CHUNK_BITS;
 
-/// A chunk: `CHUNK_NODES` consecutive nodes of one level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ChunkAddr {
-    /// The level.
-    pub level: u8,
-    /// `index >> CHUNK_BITS` of its nodes.
-    pub chunk: u64,
+/// How nodes are grouped into stored chunks: the levels are cut into bands of `band` levels,
+/// and a chunk holds the nodes of one band under one node just above it: 16 nodes of the band's
+/// bottom level, then 8, 4, … of the levels above (`band` ≤ 4 rows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkShape {
+    band: u8,
 }
 
-impl ChunkAddr {
+impl ChunkShape {
+    /// Format 1: 16 consecutive nodes of one level.
+    pub const ROWS: Self = Self { band: 1 };
+    /// Format 2: 4-level subtrees (30 nodes).
+    pub const SUBTREES: Self = Self { band: 4 };
+
+    /// The shape of format `version`; `None` for a format this build does not know.
+    #[must_use]
+    pub fn for_format(version: u32) -> Option<Self> {
+        match version {
+            1 => Some(Self::ROWS),
+            2 => Some(Self::SUBTREES),
+            _ => None,
+        }
+    }
+
+    /// The shape this build writes new databases in.
+    #[must_use]
+    pub fn current() -> Self {
+        Self::SUBTREES
+    }
+
+    /// Levels per band.
+    #[must_use]
+    pub fn band(self) -> u8 {
+        self.band
+    }
+
+    /// The first slot of `row` (0 = the band's bottom level): 16 + 8 + … slots below it.
+    fn row_offset(row: u8) -> usize {
+        (2usize << CHUNK_BITS) - ((2usize << CHUNK_BITS) >> row)
+    }
+
+    /// The top level of the band holding the root of a tree of `depth`: the highest level a
+    /// chunk has slots for (at most 63, as bands start at multiples of 4 and depths end there).
+    #[must_use]
+    pub fn top_level(self, depth: Depth) -> u8 {
+        (depth.get() / self.band * self.band + self.band - 1).min(63)
+    }
+
+    /// Nodes per chunk.
+    #[must_use]
+    pub fn slots(self) -> usize {
+        Self::row_offset(self.band)
+    }
+
     /// The chunk holding `addr`, and the node's slot in it.
     #[must_use]
-    pub fn of(addr: NodeAddr) -> (Self, usize) {
-        let slot = usize::try_from(addr.index & ((1 << CHUNK_BITS) - 1)).unwrap_or(0);
+    pub fn of(self, addr: NodeAddr) -> (ChunkAddr, usize) {
+        let row = addr.level % self.band;
+        let width_bits = CHUNK_BITS - row;
+        let within = usize::try_from(addr.index & ((1 << width_bits) - 1)).unwrap_or(0);
         (
-            Self {
-                level: addr.level,
-                chunk: addr.index >> CHUNK_BITS,
+            ChunkAddr {
+                level: addr.level - row,
+                chunk: addr.index >> width_bits,
             },
-            slot,
+            Self::row_offset(row) + within,
         )
     }
 
-    /// The node in `slot`.
+    /// The row (0 = the band's bottom level) of `slot`.
+    fn row(self, slot: usize) -> u8 {
+        (1..self.band)
+            .take_while(|&row| Self::row_offset(row) <= slot)
+            .last()
+            .unwrap_or(0)
+    }
+
+    /// The node in `slot` of `chunk`.
     #[must_use]
-    pub fn node(self, slot: usize) -> NodeAddr {
+    pub fn node(self, chunk: ChunkAddr, slot: usize) -> NodeAddr {
+        let row = self.row(slot);
         NodeAddr {
-            level: self.level,
-            index: (self.chunk << CHUNK_BITS) | slot as u64,
+            level: chunk.level + row,
+            index: (chunk.chunk << (CHUNK_BITS - row)) | (slot - Self::row_offset(row)) as u64,
         }
     }
+
+    /// The level of the node in `slot` of `chunk`.
+    #[must_use]
+    pub fn level(self, chunk: ChunkAddr, slot: usize) -> u8 {
+        chunk.level + self.row(slot)
+    }
+
+    /// Chunk `chunk` with nothing stored: each slot its level's empty value.
+    #[must_use]
+    pub fn empty_chunk<D: Copy>(self, chunk: ChunkAddr, empty: impl Fn(u8) -> D) -> Vec<D> {
+        (0..self.band)
+            .flat_map(|row| {
+                let value = empty(chunk.level + row);
+                std::iter::repeat_n(value, (1usize << CHUNK_BITS) >> row)
+            })
+            .collect()
+    }
+
+    /// The key of the chunk holding `addr`.
+    #[must_use]
+    pub fn key_of(self, addr: NodeAddr) -> [u8; 10] {
+        chunk_key(self.of(addr).0)
+    }
+
+    /// The lowest band bottom level at or above which, with `next_index` leaves filled from
+    /// index 0, every band has at most `chunks` chunks in use (`u8::MAX` when `chunks` is 0).
+    #[must_use]
+    pub fn lowest_band_within(self, next_index: u64, chunks: u32) -> u8 {
+        if chunks == 0 {
+            return u8::MAX;
+        }
+        let mut level = 0u8;
+        // Chunks of a band at `level` cover 2^(level + 4) leaves each.
+        while level < 64
+            && next_index.div_ceil(1u64 << (u32::from(level) + 4).min(63)) > u64::from(chunks)
+        {
+            level += self.band;
+        }
+        level
+    }
+}
+
+/// A chunk: the nodes of one band under one node (see [`ChunkShape`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChunkAddr {
+    /// The bottom level of its band.
+    pub level: u8,
+    /// Its number: `index >> CHUNK_BITS` of its nodes at the band's bottom level.
+    pub chunk: u64,
 }
 
 /// `N | level | chunk BE`.
@@ -117,10 +226,11 @@ pub fn chunk_key(chunk: ChunkAddr) -> [u8; 10] {
     key
 }
 
-/// The key of the chunk holding `addr`.
+/// The key of the chunk holding `addr` in the shape this build writes (tests and tools that
+/// reach into a new database).
 #[must_use]
 pub fn node_key(addr: NodeAddr) -> [u8; 10] {
-    chunk_key(ChunkAddr::of(addr).0)
+    ChunkShape::current().key_of(addr)
 }
 
 /// Parses a chunk key.
@@ -304,12 +414,16 @@ pub fn encode_chunk<H: DigestCodec>(nodes: &[Digest<H>]) -> Vec<u8> {
     bytes
 }
 
-/// Reads a chunk stored at `key`.
+/// Reads a chunk of `shape` stored at `key`.
 ///
 /// # Errors
 /// [`Corrupt`] for a wrong length or a non-canonical node.
-pub fn decode_chunk<H: DigestCodec>(key: &[u8], bytes: &[u8]) -> Result<Vec<Digest<H>>, Corrupt> {
-    if bytes.len() != CHUNK_NODES * H::LEN {
+pub fn decode_chunk<H: DigestCodec>(
+    shape: ChunkShape,
+    key: &[u8],
+    bytes: &[u8],
+) -> Result<Vec<Digest<H>>, Corrupt> {
+    if bytes.len() != shape.slots() * H::LEN {
         return Err(Corrupt::new(key, "node chunk has the wrong length"));
     }
     bytes
@@ -325,11 +439,12 @@ pub fn decode_chunk<H: DigestCodec>(key: &[u8], bytes: &[u8]) -> Result<Vec<Dige
 /// # Errors
 /// As [`decode_chunk`].
 pub fn decode_chunk_slot<H: DigestCodec>(
+    shape: ChunkShape,
     key: &[u8],
     bytes: &[u8],
     slot: usize,
 ) -> Result<Digest<H>, Corrupt> {
-    if bytes.len() != CHUNK_NODES * H::LEN || slot >= CHUNK_NODES {
+    if bytes.len() != shape.slots() * H::LEN || slot >= shape.slots() {
         return Err(Corrupt::new(key, "node chunk has the wrong length"));
     }
     H::decode(&bytes[slot * H::LEN..(slot + 1) * H::LEN])
@@ -406,24 +521,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn node_keys_sort_by_level_then_index() {
-        let a = node_key(NodeAddr {
-            level: 0,
-            index: 255,
-        });
-        let b = node_key(NodeAddr {
-            level: 0,
-            index: 256,
-        });
-        let c = node_key(NodeAddr { level: 1, index: 0 });
-        assert!(a < b && b < c);
-        assert_eq!(
-            node_key(NodeAddr {
-                level: 0,
-                index: 257
-            }),
-            b
+    fn row_chunks_sort_by_level_then_index() {
+        let rows = ChunkShape::ROWS;
+        let at = |level, index| NodeAddr { level, index };
+        let (a, b, c) = (
+            rows.key_of(at(0, 255)),
+            rows.key_of(at(0, 256)),
+            rows.key_of(at(1, 0)),
         );
+        assert!(a < b && b < c);
+        assert_eq!(rows.key_of(at(0, 257)), b);
         assert_eq!(
             parse_chunk_key(&b),
             Some(ChunkAddr {
@@ -432,19 +539,64 @@ mod tests {
             })
         );
         assert_eq!(parse_chunk_key(&b[..9]), None);
-        let (chunk, slot) = ChunkAddr::of(NodeAddr {
-            level: 3,
-            index: 35,
-        });
-        assert_eq!((chunk.chunk, slot), (2, 3));
-        assert_eq!(
-            chunk.node(slot),
-            NodeAddr {
-                level: 3,
-                index: 35
-            }
-        );
+        let (chunk, slot) = rows.of(at(3, 35));
+        assert_eq!((chunk.level, chunk.chunk, slot), (3, 2, 3));
+        assert_eq!(rows.node(chunk, slot), at(3, 35));
+        assert_eq!(rows.slots(), 16);
         assert_eq!(parse_deleted_key(&deleted_key(7)), Some(7));
+    }
+
+    #[test]
+    fn subtree_chunks_hold_four_levels_under_one_node() {
+        let shape = ChunkShape::SUBTREES;
+        assert_eq!(shape.slots(), 30);
+        let at = |level, index| NodeAddr { level, index };
+        // Level 5, index 9: band 4, row 1, the chunk under node (8, 1), slot 16 + 1.
+        let (chunk, slot) = shape.of(at(5, 9));
+        assert_eq!((chunk.level, chunk.chunk, slot), (4, 1, 17));
+        // Every slot of a chunk is a distinct node under the chunk's top, round trip.
+        for band in [0u8, 4, 8] {
+            let chunk = ChunkAddr {
+                level: band,
+                chunk: 5,
+            };
+            let mut seen = std::collections::HashSet::new();
+            for slot in 0..shape.slots() {
+                let node = shape.node(chunk, slot);
+                assert_eq!(shape.of(node), (chunk, slot));
+                assert_eq!(shape.level(chunk, slot), node.level);
+                assert_eq!(node.index >> (band + 4 - node.level), 5);
+                assert!(seen.insert(node));
+            }
+        }
+        // The empty chunk holds each row's level's value.
+        let empty = shape.empty_chunk(ChunkAddr { level: 8, chunk: 0 }, |level| level);
+        assert_eq!(empty.len(), 30);
+        assert_eq!(
+            (empty[0], empty[15], empty[16], empty[24], empty[29]),
+            (8, 8, 9, 10, 11)
+        );
+        // Bands are in level order, chunks in index order within one.
+        assert!(shape.key_of(at(3, 1 << 20)) < shape.key_of(at(4, 0)));
+        assert_eq!(
+            ChunkShape::for_format(FORMAT_VERSION),
+            Some(ChunkShape::current())
+        );
+        assert_eq!(ChunkShape::for_format(1), Some(ChunkShape::ROWS));
+        assert_eq!(ChunkShape::for_format(3), None);
+    }
+
+    #[test]
+    fn cached_bands_start_where_the_chunks_in_use_fit() {
+        let shape = ChunkShape::SUBTREES;
+        // 2^24 leaves: band 0 uses 2^20 chunks, band 4 2^16, band 8 2^12.
+        assert_eq!(shape.lowest_band_within(1 << 24, 4096), 8);
+        assert_eq!(shape.lowest_band_within((1 << 24) + 1, 4096), 12);
+        assert_eq!(shape.lowest_band_within(1 << 20, 4096), 4);
+        assert_eq!(shape.lowest_band_within(0, 4096), 0);
+        assert_eq!(shape.lowest_band_within(1 << 20, 0), u8::MAX);
+        assert_eq!(ChunkShape::ROWS.lowest_band_within(1 << 20, 4096), 4);
+        assert_eq!(shape.lowest_band_within(u64::MAX, 1), 64);
     }
 
     #[test]
@@ -476,12 +628,17 @@ mod tests {
         assert!(decode_depth(&[1, 2]).is_err());
         assert_eq!(digest_len::<K>(), Ok(32));
 
-        let chunk: Vec<[u8; 32]> = (0..16u8).map(|i| [i; 32]).collect();
-        let bytes = encode_chunk::<K>(&chunk);
-        assert_eq!(decode_chunk::<K>(b"N", &bytes), Ok(chunk.clone()));
-        assert_eq!(decode_chunk_slot::<K>(b"N", &bytes, 5), Ok([5; 32]));
-        assert!(decode_chunk::<K>(b"N", &bytes[1..]).is_err());
-        assert!(decode_chunk_slot::<K>(b"N", &bytes, CHUNK_NODES).is_err());
+        for shape in [ChunkShape::ROWS, ChunkShape::SUBTREES] {
+            let slots = u8::try_from(shape.slots()).unwrap();
+            let chunk: Vec<[u8; 32]> = (0..slots).map(|i| [i; 32]).collect();
+            let bytes = encode_chunk::<K>(&chunk);
+            assert_eq!(decode_chunk::<K>(shape, b"N", &bytes), Ok(chunk.clone()));
+            assert_eq!(decode_chunk_slot::<K>(shape, b"N", &bytes, 5), Ok([5; 32]));
+            assert!(decode_chunk::<K>(shape, b"N", &bytes[1..]).is_err());
+            assert!(decode_chunk_slot::<K>(shape, b"N", &bytes, shape.slots()).is_err());
+        }
+        let rows = encode_chunk::<K>(&[[0u8; 32]; 16]);
+        assert!(decode_chunk::<K>(ChunkShape::SUBTREES, b"N", &rows).is_err());
 
         let info = CheckpointInfo {
             id: 9,

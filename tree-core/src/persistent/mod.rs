@@ -18,18 +18,20 @@
 //!
 //! ```
 //! use hasher::{Fr, PoseidonHasher};
-//! use tree_core::persistent::{MemStore, PersistentTree};
+//! use tree_core::persistent::{MemStore, NodeCache, PersistentTree};
 //! use tree_core::{Depth, History, MerkleTree, MerkleTreeExt, RehashConfig, UpdateBatch};
 //!
 //! let store = MemStore::new();
 //! let depth = Depth::new(20)?;
 //! let mut tree = PersistentTree::<PoseidonHasher, _>::open_store(
-//!     store.clone(), depth, RehashConfig::default(), 8,
+//!     store.clone(), depth, RehashConfig::default(), NodeCache::default(),
 //! )?;
 //! let mut block = UpdateBatch::new();
 //! block.set_range(0, (1..=4u64).map(Fr::from)).delete(2);
 //! tree.apply_checkpointed(block, 17)?; // the members and the checkpoint: one commit
-//! let reopened = PersistentTree::<PoseidonHasher, _>::open_store(store, depth, RehashConfig::default(), 8)?;
+//! let reopened = PersistentTree::<PoseidonHasher, _>::open_store(
+//!     store, depth, RehashConfig::default(), NodeCache::default(),
+//! )?;
 //! assert_eq!((reopened.root(), reopened.checkpoints()?.len()), (tree.root(), 1));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -49,13 +51,12 @@ mod shared;
 
 use hasher::{Digest, DigestCodec};
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
 
 use crate::engine::Tree;
 use crate::{Depth, EmptyRoots};
 
 pub use commit::KvStaged;
-pub use config::Durability;
+pub use config::{Durability, NodeCache};
 pub use error::{Corrupt, PersistentTreeError, StoreTreeError};
 pub use integrity::IntegrityIssue;
 pub use kv::{KvStore, MemStore, OpenStore, StoreBatch};
@@ -63,7 +64,8 @@ pub use lock::{DirLock, LOCK_FILE};
 pub use reader::KvReader;
 pub use shared::SharedTree;
 
-use layout::ChunkAddr;
+use chunks::BandCache;
+use layout::ChunkShape;
 
 /// A persistent Merkle tree over byte store `S`: the engine over a [`KvTreeStore`]. Same
 /// semantics, roots and proofs as the in-memory trees.
@@ -82,8 +84,13 @@ pub struct KvTreeStore<H: DigestCodec, S: KvStore> {
     store: S,
     depth: Depth,
     empty: EmptyRoots<H>,
-    /// Chunks at levels `>= cache_from` (the top of the tree), filled on read and on commit.
-    cache: Mutex<FxHashMap<ChunkAddr, Vec<Digest<H>>>>,
+    /// How nodes are grouped into store entries (the format version's).
+    shape: ChunkShape,
+    /// Which chunks the cache holds.
+    node_cache: NodeCache,
+    /// Chunks of bands at levels `>= cache_from` (the top of the tree), filled on read and on
+    /// commit; `cache_from` follows the tree's size ([`NodeCache`]).
+    cache: Mutex<BandCache<Digest<H>>>,
     cache_from: u8,
     /// Set when a failed commit may have reached the store: the store's view and the tree's
     /// disagree and only a reopen tells which is durable, so every store access is refused.
@@ -93,6 +100,28 @@ pub struct KvTreeStore<H: DigestCodec, S: KvStore> {
 }
 
 impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
+    /// The lowest cached band level for a tree of `next_index` leaves: the top levels
+    /// [`NodeCache::top_levels`] names, and the bands that fit [`NodeCache::band_chunks`].
+    fn cache_from_for(&self, next_index: u64) -> u8 {
+        let top = match self.node_cache.top_levels {
+            0 => u8::MAX,
+            levels => self.depth.get().saturating_sub(levels - 1),
+        };
+        top.min(
+            self.shape
+                .lowest_band_within(next_index, self.node_cache.band_chunks),
+        )
+    }
+
+    /// Moves the cached bands to those for a tree of `next_index` leaves, dropping chunks below.
+    fn follow_size(&mut self, next_index: u64) {
+        let from = self.cache_from_for(next_index);
+        if from > self.cache_from {
+            self.cache.get_mut().keep_from(from);
+        }
+        self.cache_from = from;
+    }
+
     /// The store, unless a failed commit left its state indeterminate.
     fn live(&self) -> Result<&S, StoreTreeError<S>> {
         if self.indeterminate {

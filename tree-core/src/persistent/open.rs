@@ -1,18 +1,19 @@
 //! Opening a tree: creating the header in one batch, or checking it (format, depth, hasher,
 //! digest length) and loading the counters, history and root.
 
+use super::chunks::BandCache;
 use hasher::DigestCodec;
 use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
 
+use super::layout::ChunkShape;
 use super::layout::{
     self, decode_checkpoint, decode_history, decode_u32, decode_u64, CHECKPOINT_PREFIX,
     COMMITS_KEY, DEPTH_KEY, DIGEST_LEN_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, HASHER_KEY,
     HISTORY_KEY, METADATA_KEY, NEXT_INDEX_KEY,
 };
 use super::{
-    Corrupt, KvStore, KvTreeStore, OpenStore, PersistentTree, PersistentTreeError, StoreBatch,
-    StoreTreeError,
+    Corrupt, KvStore, KvTreeStore, NodeCache, OpenStore, PersistentTree, PersistentTreeError,
+    StoreBatch, StoreTreeError,
 };
 use crate::engine::TreeState;
 use crate::history::CheckpointList;
@@ -36,12 +37,7 @@ impl<H: DigestCodec, S: OpenStore> PersistentTree<H, S> {
     /// errors. A load error never falls back to a fresh tree.
     pub fn open(config: &S::Config, depth: Depth) -> Result<Self, StoreTreeError<S>> {
         let store = S::open(config)?;
-        Self::open_store(
-            store,
-            depth,
-            RehashConfig::default(),
-            S::cached_levels(config),
-        )
+        Self::open_store(store, depth, RehashConfig::default(), S::node_cache(config))
     }
 
     /// Opens an existing tree with the depth stored in its header (tools that operate on a
@@ -60,12 +56,7 @@ impl<H: DigestCodec, S: OpenStore> PersistentTree<H, S> {
             Some(bytes) => layout::decode_depth(&bytes)?,
             None => return Err(PersistentTreeError::NotATree),
         };
-        Self::open_store(
-            store,
-            depth,
-            RehashConfig::default(),
-            S::cached_levels(config),
-        )
+        Self::open_store(store, depth, RehashConfig::default(), S::node_cache(config))
     }
 
     /// Bytes the database takes on disk.
@@ -83,7 +74,7 @@ impl<H: DigestCodec, S: OpenStore> PersistentTree<H, S> {
 impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
     /// Opens a tree over any store: initialises an empty store in one batch, or checks the
     /// stored header (format version, depth, hasher, digest length) and loads the root and
-    /// counters. `cached_levels` levels below the root are cached in memory.
+    /// counters. `cache` says which nodes stay in memory once read.
     ///
     /// # Errors
     /// As [`open`](Self::open).
@@ -91,30 +82,38 @@ impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
         store: S,
         depth: Depth,
         config: RehashConfig,
-        cached_levels: u8,
+        cache: NodeCache,
     ) -> Result<Self, StoreTreeError<S>> {
         let mut kv = KvTreeStore {
             store,
             depth,
             empty: EmptyRoots::<H>::new(depth),
-            cache: Mutex::new(FxHashMap::default()),
-            cache_from: if cached_levels == 0 {
-                u8::MAX
-            } else {
-                depth.get().saturating_sub(cached_levels - 1)
-            },
+            shape: ChunkShape::current(),
+            node_cache: cache,
+            cache: Mutex::new(BandCache::default()),
+            // Nothing is read before the size is known (below).
+            cache_from: u8::MAX,
             indeterminate: false,
             commits: 0,
         };
         match kv.get(FORMAT_VERSION_KEY)? {
             None => kv.create_header()?,
-            Some(version) => kv.check_header(&version)?,
+            Some(version) => kv.shape = kv.check_header(&version)?,
+        }
+        // Empty values up to the top of the root's band: slots above the root hold their own
+        // level's, not the root's.
+        let top = kv.shape.top_level(depth);
+        if top > depth.get() {
+            kv.empty = EmptyRoots::<H>::new(
+                Depth::new(top).map_err(|_| Corrupt::new(DEPTH_KEY, "depth outside 1..=63"))?,
+            );
         }
         kv.commits = stored_commits(&kv.store)?;
         let next_index = decode_u64(NEXT_INDEX_KEY, &kv.header_field(NEXT_INDEX_KEY)?)?;
         if next_index > depth.capacity() {
             return Err(Corrupt::new(NEXT_INDEX_KEY, "next_index exceeds capacity").into());
         }
+        kv.follow_size(next_index);
         let history = match kv.get(HISTORY_KEY)? {
             None => HistoryConfig::default(),
             Some(bytes) => decode_history(&bytes)?,
@@ -157,15 +156,13 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
     }
 
     /// Checks a stored header (format `version`, depth, hasher, digest length) against this
-    /// build and the tree asked for.
-    fn check_header(&self, version: &[u8]) -> Result<(), StoreTreeError<S>> {
+    /// build and the tree asked for; returns the chunk shape of the stored format.
+    fn check_header(&self, version: &[u8]) -> Result<ChunkShape, StoreTreeError<S>> {
         let found = decode_u32(FORMAT_VERSION_KEY, version)?;
-        if found != FORMAT_VERSION {
-            return Err(PersistentTreeError::FormatVersion {
-                found,
-                supported: FORMAT_VERSION,
-            });
-        }
+        let shape = ChunkShape::for_format(found).ok_or(PersistentTreeError::FormatVersion {
+            found,
+            supported: FORMAT_VERSION,
+        })?;
         let stored = layout::decode_depth(&self.header_field(DEPTH_KEY)?)?;
         if stored != self.depth {
             return Err(PersistentTreeError::DepthMismatch {
@@ -186,7 +183,7 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
                 Corrupt::new(DIGEST_LEN_KEY, "digest length differs from the hasher's").into(),
             );
         }
-        Ok(())
+        Ok(shape)
     }
 
     /// A header field every tree has.

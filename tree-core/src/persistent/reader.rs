@@ -44,7 +44,7 @@ impl<H: DigestCodec, S: KvStore> NodeRead<H> for KvReader<'_, H, S> {
     type Error = StoreTreeError<S>;
 
     fn node(&self, addr: NodeAddr) -> Result<Digest<H>, StoreTreeError<S>> {
-        let (chunk, slot) = ChunkAddr::of(addr);
+        let (chunk, slot) = self.store.shape.of(addr);
         if let Some(value) = self.loaded.borrow().get(&chunk).map(|values| values[slot]) {
             return Ok(value);
         }
