@@ -227,11 +227,26 @@ fn bad_events_and_bad_databases_are_one_line_errors() {
 }
 
 /// kill -9 during `apply`, then run it again: the database ends exactly at the root of all
-/// blocks, whatever block the kill interrupted.
+/// blocks, whatever block the kill interrupted. The kills land at random points of an
+/// uninterrupted run's duration, measured first (a faster build must not move them past the end).
 #[test]
 fn killed_apply_resumes_where_it_stopped() {
-    let (text, blocks) = events(400, 20);
+    let (text, blocks) = events(1000, 20);
     let want = expected_root(16, &blocks);
+    let full_run = {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let db_s = db.to_str().unwrap();
+        ok_json(&["init", "--db", db_s, "--depth", "16"]);
+        let file = dir.path().join("events.jsonl");
+        write(&file, &text);
+        let started = std::time::Instant::now();
+        assert_eq!(
+            ok_json(&["apply", "--db", db_s, file.to_str().unwrap()])["root"],
+            want
+        );
+        started.elapsed()
+    };
     let mut rng = StdRng::seed_from_u64(99);
     let mut interrupted = 0;
     for _ in 0..4 {
@@ -247,7 +262,7 @@ fn killed_apply_resumes_where_it_stopped() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(rng.gen_range(50..400)));
+        std::thread::sleep(full_run.mul_f64(rng.gen_range(0.2..0.8)));
         let _ = child.kill();
         let _ = child.wait();
         // The lock of the killed process is gone with it.
@@ -259,7 +274,7 @@ fn killed_apply_resumes_where_it_stopped() {
         }
         assert_eq!(resumed["root"], want);
         assert_eq!(ok_json(&["check", "--db", db_s])["ok"], true);
-        assert_eq!(ok_json(&["root", "--db", db_s])["last_block"], 400);
+        assert_eq!(ok_json(&["root", "--db", db_s])["last_block"], 1000);
     }
     assert!(
         interrupted > 0,
