@@ -226,6 +226,18 @@ fn bad_events_and_bad_databases_are_one_line_errors() {
     assert!(canopy(&["root", "--db", db_s]).status.success());
 }
 
+/// A new depth-16 database and an events file holding `text`, in a directory that lives as
+/// long as the returned guard: (guard, database path, events path).
+fn fresh_db_and_events(text: &str) -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db").to_str().unwrap().to_owned();
+    ok_json(&["init", "--db", &db, "--depth", "16"]);
+    let file = dir.path().join("events.jsonl");
+    write(&file, text);
+    let file = file.to_str().unwrap().to_owned();
+    (dir, db, file)
+}
+
 /// kill -9 during `apply`, then run it again: the database ends exactly at the root of all
 /// blocks, whatever block the kill interrupted. The kills land at random points of an
 /// uninterrupted run's duration, measured first (a faster build must not move them past the end).
@@ -234,30 +246,18 @@ fn killed_apply_resumes_where_it_stopped() {
     let (text, blocks) = events(1000, 20);
     let want = expected_root(16, &blocks);
     let full_run = {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("db");
-        let db_s = db.to_str().unwrap();
-        ok_json(&["init", "--db", db_s, "--depth", "16"]);
-        let file = dir.path().join("events.jsonl");
-        write(&file, &text);
+        let (_dir, db, file) = fresh_db_and_events(&text);
         let started = std::time::Instant::now();
-        assert_eq!(
-            ok_json(&["apply", "--db", db_s, file.to_str().unwrap()])["root"],
-            want
-        );
+        assert_eq!(ok_json(&["apply", "--db", &db, &file])["root"], want);
         started.elapsed()
     };
     let mut rng = StdRng::seed_from_u64(99);
     let mut interrupted = 0;
     for _ in 0..4 {
-        let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("db");
-        let db_s = db.to_str().unwrap();
-        ok_json(&["init", "--db", db_s, "--depth", "16"]);
-        let file = dir.path().join("events.jsonl");
-        write(&file, &text);
+        let (_dir, db, file) = fresh_db_and_events(&text);
+        let (db_s, file) = (db.as_str(), file.as_str());
         let mut child = Command::new(env!("CARGO_BIN_EXE_canopy"))
-            .args(["apply", "--db", db_s, file.to_str().unwrap()])
+            .args(["apply", "--db", db_s, file])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -266,7 +266,7 @@ fn killed_apply_resumes_where_it_stopped() {
         let _ = child.kill();
         let _ = child.wait();
         // The lock of the killed process is gone with it.
-        let resumed = ok_json(&["apply", "--db", db_s, file.to_str().unwrap()]);
+        let resumed = ok_json(&["apply", "--db", db_s, file]);
         if resumed["skipped"].as_u64().unwrap_or(0) > 0
             && resumed["applied"].as_u64().unwrap_or(0) > 0
         {

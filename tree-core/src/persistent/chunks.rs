@@ -43,6 +43,12 @@ impl<D: Clone> BandCache<D> {
         }
     }
 
+    /// Band `band`, read whole: every stored chunk of it.
+    fn load(&mut self, band: u8, chunks: FxHashMap<ChunkAddr, Vec<D>>) {
+        self.chunks.extend(chunks);
+        self.bands.insert(band);
+    }
+
     /// Drops the bands below `level`.
     pub(super) fn keep_from(&mut self, level: u8) {
         self.chunks.retain(|chunk, _| chunk.level >= level);
@@ -103,25 +109,14 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
             },
         )?;
         let mut cache = self.cache.lock();
-        cache.chunks.extend(loaded);
-        cache.bands.insert(chunk.level);
+        cache.load(chunk.level, loaded);
         Ok(read(cache.chunks.get(&chunk)))
     }
 
     /// Reads a node (empty-subtree value where none is stored). Below the cached bands only
     /// the node's own slot is decoded.
     pub(super) fn read_node(&self, addr: NodeAddr) -> Result<Digest<H>, StoreTreeError<S>> {
-        let (chunk, slot) = self.shape.of(addr);
-        if chunk.level >= self.cache_from {
-            return self.with_cached(chunk, |found| {
-                found.map_or_else(|| self.empty.at(addr.level), |values| values[slot])
-            });
-        }
-        let key = chunk_key(chunk);
-        match self.get(&key)? {
-            None => Ok(self.empty.at(addr.level)),
-            Some(bytes) => Ok(decode_chunk_slot::<H>(self.shape, &key, &bytes, slot)?),
-        }
+        self.node_via(addr, &mut None)
     }
 
     /// The siblings on leaf `index`'s path: each uncached chunk read once and only the slots
@@ -132,27 +127,38 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         index: u64,
     ) -> Result<Vec<Digest<H>>, StoreTreeError<S>> {
         let mut siblings = Vec::with_capacity(usize::from(depth.get()));
-        let mut entry: Option<(ChunkAddr, Option<Vec<u8>>)> = None;
+        let mut fetched = None;
         for addr in NodeAddr::proof_path(depth, index) {
-            let (chunk, slot) = self.shape.of(addr);
-            if chunk.level >= self.cache_from {
-                siblings.push(self.with_cached(chunk, |found| {
-                    found.map_or_else(|| self.empty.at(addr.level), |values| values[slot])
-                })?);
-                continue;
-            }
-            if entry.as_ref().map(|(at, _)| *at) != Some(chunk) {
-                entry = Some((chunk, self.get(&chunk_key(chunk))?));
-            }
-            siblings.push(
-                match entry.as_ref().and_then(|(_, bytes)| bytes.as_deref()) {
-                    None => self.empty.at(addr.level),
-                    Some(bytes) => {
-                        decode_chunk_slot::<H>(self.shape, &chunk_key(chunk), bytes, slot)?
-                    }
-                },
-            );
+            siblings.push(self.node_via(addr, &mut fetched)?);
         }
         Ok(siblings)
+    }
+
+    /// Node `addr`: from the cache in a cached band; otherwise from its chunk's stored bytes,
+    /// read from the store unless `fetched` already holds that chunk's (consecutive levels of
+    /// a path share a chunk), with only the node's slot decoded.
+    fn node_via(
+        &self,
+        addr: NodeAddr,
+        fetched: &mut Option<(ChunkAddr, Option<Vec<u8>>)>,
+    ) -> Result<Digest<H>, StoreTreeError<S>> {
+        let (chunk, slot) = self.shape.of(addr);
+        if chunk.level >= self.cache_from {
+            return self.with_cached(chunk, |found| {
+                found.map_or_else(|| self.empty.at(addr.level), |values| values[slot])
+            });
+        }
+        if fetched.as_ref().map(|(at, _)| *at) != Some(chunk) {
+            *fetched = Some((chunk, self.get(&chunk_key(chunk))?));
+        }
+        match fetched.as_ref().and_then(|(_, bytes)| bytes.as_deref()) {
+            None => Ok(self.empty.at(addr.level)),
+            Some(bytes) => Ok(decode_chunk_slot::<H>(
+                self.shape,
+                &chunk_key(chunk),
+                bytes,
+                slot,
+            )?),
+        }
     }
 }

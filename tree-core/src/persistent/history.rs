@@ -98,7 +98,7 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         self.commit_counted(batch)?;
         // Restored chunks bypassed the cache.
         self.cache.get_mut().clear();
-        self.cache_from = self.cache_from_for(to.next_index);
+        self.follow_size(to.next_index);
         if self.read_node(NodeAddr::root(self.depth))? != to.root {
             // The store now disagrees with the tree's view: refuse it until a reopen.
             self.indeterminate = true;
