@@ -16,6 +16,7 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use tree_core::persistent::PersistentTree;
 use tree_core::testing::MixHasher;
 use tree_core::{Depth, History, MerkleTree, MerkleTreeExt, OptimalMerkleTree};
+use tree_postgres::PgStore;
 use tree_redb::RedbStore;
 use tree_sled::SledStore;
 
@@ -37,6 +38,7 @@ fn crash_child_history_writer() {
     let seed: u64 = seed.parse().unwrap();
     match std::env::var("CANOPY_CRASH_ENGINE").as_deref() {
         Ok("redb") => history_writer::<RedbStore>(&dir, seed),
+        Ok("postgres") => history_writer::<PgStore>(&dir, seed),
         _ => history_writer::<SledStore>(&dir, seed),
     }
 }
@@ -54,19 +56,20 @@ fn history_writer<S: TestEngine>(dir: &str, seed: u64) {
 
 /// Spawns this test binary as `child_test` with `env` set to a fresh directory, kills it with
 /// SIGKILL after a random delay, and returns the directory and the last acknowledged step.
-fn run_and_kill(
-    engine: &str,
+fn run_and_kill<S: TestEngine>(
+    env: &S::Env,
     child_test: &str,
-    env: &str,
+    env_var: &str,
     seed: u64,
     rng: &mut StdRng,
 ) -> (tempfile::TempDir, u64) {
     let exe = std::env::current_exe().unwrap();
     let dir = tempfile::tempdir().unwrap();
+    S::prepare_dir(env, dir.path());
     let mut child = Command::new(&exe)
         .args(["--exact", child_test, "--nocapture", "--test-threads=1"])
-        .env(env, dir.path())
-        .env("CANOPY_CRASH_ENGINE", engine)
+        .env(env_var, dir.path())
+        .env("CANOPY_CRASH_ENGINE", S::NAME)
         .env("CANOPY_CRASH_SEED", seed.to_string())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -114,6 +117,12 @@ fn kill_9_during_redb_checkpoints_and_rewinds() {
     checkpoints_and_rewinds::<RedbStore>();
 }
 
+/// The same on Postgres (a throw-away cluster; each trial its own tree in it).
+#[test]
+fn kill_9_during_postgres_checkpoints_and_rewinds() {
+    checkpoints_and_rewinds::<PgStore>();
+}
+
 fn is_child() -> bool {
     std::env::var("CANOPY_CRASH_HISTORY_CHILD").is_ok()
         || std::env::var("CANOPY_CRASH_CHILD").is_ok()
@@ -123,14 +132,15 @@ fn checkpoints_and_rewinds<S: TestEngine>() {
     if is_child() {
         return;
     }
+    let env = S::start_env();
     let trials = trials() / 2;
     let mut rng = StdRng::seed_from_u64(0x415);
     let (mut torn, mut lost, mut max_acked, mut rewinds_seen) = (0u64, 0u64, 0, 0u64);
     let depth = Depth::new(DEPTH).unwrap();
     for trial in 0..trials {
         let seed = rng.gen::<u64>();
-        let (dir, acked) = run_and_kill(
-            S::NAME,
+        let (dir, acked) = run_and_kill::<S>(
+            &env,
             "crash_child_history_writer",
             "CANOPY_CRASH_HISTORY_CHILD",
             seed,
@@ -229,6 +239,7 @@ fn crash_child_writer() {
     let seed: u64 = seed.parse().unwrap();
     match std::env::var("CANOPY_CRASH_ENGINE").as_deref() {
         Ok("redb") => batch_writer::<RedbStore>(&dir, seed),
+        Ok("postgres") => batch_writer::<PgStore>(&dir, seed),
         _ => batch_writer::<SledStore>(&dir, seed),
     }
 }
@@ -254,17 +265,24 @@ fn kill_9_never_tears_a_redb_batch() {
     never_tears_a_batch::<RedbStore>();
 }
 
+/// The same on Postgres.
+#[test]
+fn kill_9_never_tears_a_postgres_batch() {
+    never_tears_a_batch::<PgStore>();
+}
+
 fn never_tears_a_batch<S: TestEngine>() {
     if is_child() {
         return;
     }
+    let env = S::start_env();
     let trials = trials();
     let mut rng = StdRng::seed_from_u64(0xc4a5);
     let (mut torn, mut lost, mut max_acked) = (0u64, 0u64, 0);
     for trial in 0..trials {
         let seed = rng.gen::<u64>();
-        let (dir, acked) = run_and_kill(
-            S::NAME,
+        let (dir, acked) = run_and_kill::<S>(
+            &env,
             "crash_child_writer",
             "CANOPY_CRASH_CHILD",
             seed,
