@@ -26,8 +26,10 @@ pub struct CanopyConfig {
     pub quorum: usize,
     /// Address of the membership contract (`follow`).
     pub contract: Option<String>,
-    /// Database directory.
+    /// Database directory, or a `postgres://` URL.
     pub db: PathBuf,
+    /// The tree, when `db` is a PostgreSQL database (each name is its own tree there).
+    pub tree: String,
     /// Where the HTTP API listens: `follow` serves only when this is set, `serve` defaults to
     /// 127.0.0.1:8645.
     pub listen: Option<SocketAddr>,
@@ -48,6 +50,7 @@ impl Default for CanopyConfig {
             quorum: 1,
             contract: None,
             db: PathBuf::from("canopy-db"),
+            tree: "default".to_owned(),
             listen: None,
             log: LogConfig::default(),
             follower: FollowerConfig::default(),

@@ -59,7 +59,7 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
     let follower_config = config.follower.clone();
     let depth = Depth::new(follower_config.profile.depth)
         .map_err(|e| CliError::Config(format!("follower.profile.depth: {e}")))?;
-    let db = DbConfig::new(&config.db);
+    let db = DbConfig::new(&config.db).tree(config.tree.clone());
     let runtime = crate::serve::runtime(&config.db)?;
     // Before any work (the database is not even opened): an address that is taken or a bad
     // server setting stops the follower here, rather than leaving it following with no server.

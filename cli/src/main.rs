@@ -48,6 +48,10 @@ struct Cli {
     /// `log.color` in the config file.
     #[arg(long, global = true, value_enum)]
     color: Option<ColorChoice>,
+    /// The tree, when `--db` is a `postgres://` URL: each name is its own tree in the database
+    /// (default `default`); also `tree` in the config file.
+    #[arg(long, global = true)]
+    tree: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -58,7 +62,7 @@ enum Command {
     /// The main job: blocks of registrations and removals with checkpoints, a reorg, a reopen,
     /// and a real RLN proof verified against the root window.
     Demo {
-        /// Database directory (default: a fresh temporary directory).
+        /// Database directory or postgres:// URL (default: a fresh temporary directory).
         #[arg(long)]
         db: Option<PathBuf>,
         /// Members registered in all.
@@ -73,21 +77,22 @@ enum Command {
     },
     /// Creates an empty tree.
     Init {
-        /// Database directory (must not hold a tree yet).
+        /// Database directory or postgres:// URL (must not hold a tree yet).
         #[arg(long)]
         db: PathBuf,
         /// Tree depth (capacity 2^depth).
         #[arg(long, default_value_t = 20)]
         depth: u8,
-        /// Storage engine: sled (what zerokit runs) or redb (maintained, stable format). Every
-        /// other command detects it from the database.
-        #[arg(long, default_value_t = tree_engines::Engine::Sled)]
-        engine: tree_engines::Engine,
+        /// Storage engine: sled (what zerokit runs, the default for a directory) or redb
+        /// (maintained, stable format); a `postgres://` URL is PostgreSQL. Every other command
+        /// detects it from the database.
+        #[arg(long)]
+        engine: Option<tree_engines::Engine>,
     },
     /// Applies blocks from a JSON-lines file (one `{"block", "register", "remove"}` per line);
     /// blocks already applied are skipped, so a restart resumes where it stopped.
     Apply {
-        /// Database directory.
+        /// Database directory or postgres:// URL.
         #[arg(long)]
         db: PathBuf,
         /// The events file (`-` for stdin).
@@ -95,13 +100,13 @@ enum Command {
     },
     /// Prints the root, the member count and the last applied block.
     Root {
-        /// Database directory.
+        /// Database directory or postgres:// URL.
         #[arg(long)]
         db: PathBuf,
     },
     /// Prints the Merkle witness of a member.
     Proof {
-        /// Database directory.
+        /// Database directory or postgres:// URL.
         #[arg(long)]
         db: PathBuf,
         /// The member's index.
@@ -109,7 +114,7 @@ enum Command {
     },
     /// Rewinds to the state right after a block (a reorg).
     Rewind {
-        /// Database directory.
+        /// Database directory or postgres:// URL.
         #[arg(long)]
         db: PathBuf,
         /// The block to go back to.
@@ -117,7 +122,7 @@ enum Command {
     },
     /// Writes a checksummed snapshot.
     Export {
-        /// Database directory.
+        /// Database directory or postgres:// URL.
         #[arg(long)]
         db: PathBuf,
         /// Snapshot file.
@@ -125,7 +130,7 @@ enum Command {
     },
     /// Builds a new database from a snapshot.
     Import {
-        /// Database directory (must not exist or be empty).
+        /// Database directory or postgres:// URL (must not exist or be empty).
         #[arg(long)]
         db: PathBuf,
         /// Snapshot file.
@@ -133,14 +138,15 @@ enum Command {
         /// Refuse the snapshot unless its root is this one (0x-prefixed hex, big-endian).
         #[arg(long)]
         expect_root: Option<String>,
-        /// Storage engine of the new database: sled or redb.
-        #[arg(long, default_value_t = tree_engines::Engine::Sled)]
-        engine: tree_engines::Engine,
+        /// Storage engine of the new database: sled (default) or redb; a `postgres://` URL is
+        /// PostgreSQL.
+        #[arg(long)]
+        engine: Option<tree_engines::Engine>,
     },
     /// Serves the tree over HTTP (loopback by default) while applying blocks from `--events`;
     /// stops cleanly on SIGINT/SIGTERM.
     Serve {
-        /// Database directory (default `canopy-db`).
+        /// Database directory or postgres:// URL (default `canopy-db`).
         #[arg(long)]
         db: Option<PathBuf>,
         /// Address to listen on (default 127.0.0.1:8645).
@@ -169,7 +175,7 @@ enum Command {
         /// Address of the membership contract.
         #[arg(long)]
         contract: Option<String>,
-        /// Database directory, created when absent (default `canopy-db`).
+        /// Database directory or postgres:// URL, created when absent (default `canopy-db`).
         #[arg(long)]
         db: Option<PathBuf>,
         /// Replay from this block (with `--sync replay`) or pin state sync at it.
@@ -211,7 +217,7 @@ enum Command {
     /// `external_nullifier`, optional `signal`) against the tree's window of acceptable roots,
     /// in batches: one verdict per line, then a summary.
     Verify {
-        /// Database directory (its root window is what proofs may use).
+        /// Database directory or postgres:// URL (its root window is what proofs may use).
         #[arg(long)]
         db: PathBuf,
         /// The proofs file (`-` for stdin).
@@ -223,7 +229,7 @@ enum Command {
     },
     /// Recomputes every stored node and reports mismatches.
     Check {
-        /// Database directory.
+        /// Database directory or postgres:// URL.
         #[arg(long)]
         db: PathBuf,
     },
@@ -381,6 +387,8 @@ struct FlagLayer {
     #[serde(skip_serializing_if = "Option::is_none")]
     db: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    tree: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     listen: Option<std::net::SocketAddr>,
     log: LogFlags,
     follower: FollowerFlags,
@@ -429,6 +437,7 @@ fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, config::LogConfig), CliE
                 quorum: *quorum,
                 contract: contract.clone(),
                 db: db.clone(),
+                tree: cli.tree.clone(),
                 listen: *serve,
                 log,
                 follower: FollowerFlags {
@@ -444,6 +453,7 @@ fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, config::LogConfig), CliE
             config,
             FlagLayer {
                 db: db.clone(),
+                tree: cli.tree.clone(),
                 listen: *listen,
                 log,
                 ..FlagLayer::default()
@@ -483,6 +493,17 @@ fn main() -> ExitCode {
             tracing::debug!(variable = %name, "not a configuration key: ignored");
         }
     }
+    let tree = cli
+        .tree
+        .clone()
+        .or_else(|| config.as_ref().map(|c| c.tree.clone()));
+    let db = |path: PathBuf| {
+        let mut db = ops::Db::new(path);
+        if let Some(tree) = &tree {
+            db.tree.clone_from(tree);
+        }
+        db
+    };
     let result = match (cli.command, config) {
         (
             Command::Demo {
@@ -493,21 +514,28 @@ fn main() -> ExitCode {
             },
             _,
         ) => demo::run(db, members, blocks, engine, cli.json),
-        (Command::Init { db, depth, engine }, _) => ops::init(&db, depth, engine),
-        (Command::Apply { db, events }, _) => ops::apply(&db, &events),
-        (Command::Root { db }, _) => ops::root(&db),
-        (Command::Proof { db, index }, _) => ops::proof(&db, index),
-        (Command::Rewind { db, block }, _) => ops::rewind(&db, block),
-        (Command::Export { db, file }, _) => ops::export(&db, &file),
+        (
+            Command::Init {
+                db: path,
+                depth,
+                engine,
+            },
+            _,
+        ) => ops::init(&db(path), depth, engine),
+        (Command::Apply { db: path, events }, _) => ops::apply(&db(path), &events),
+        (Command::Root { db: path }, _) => ops::root(&db(path)),
+        (Command::Proof { db: path, index }, _) => ops::proof(&db(path), index),
+        (Command::Rewind { db: path, block }, _) => ops::rewind(&db(path), block),
+        (Command::Export { db: path, file }, _) => ops::export(&db(path), &file),
         (
             Command::Import {
-                db,
+                db: path,
                 file,
                 expect_root,
                 engine,
             },
             _,
-        ) => ops::import(&db, &file, expect_root.as_deref(), engine),
+        ) => ops::import(&db(path), &file, expect_root.as_deref(), engine),
         (Command::Serve { events, .. }, Some(config)) => serve::run(&config, events),
         (
             Command::Follow {
@@ -530,15 +558,15 @@ fn main() -> ExitCode {
         (Command::Serve { .. } | Command::Follow { .. } | Command::Config { .. }, None) => {
             Err(CliError::Usage("no configuration".into()))
         }
-        (Command::Check { db }, _) => ops::check(&db),
+        (Command::Check { db: path }, _) => ops::check(&db(path)),
         (
             Command::Verify {
-                db,
+                db: path,
                 file,
                 verifying_key,
             },
             _,
-        ) => verify::run(&db, &file, verifying_key.as_deref()),
+        ) => verify::run(&db(path), &file, verifying_key.as_deref()),
     };
     match result {
         Ok(output) => {

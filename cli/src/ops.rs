@@ -2,13 +2,13 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use follower::{commit_block, BlockChanges, BlockMeta, CommitError};
 use hasher::PoseidonHasher;
 use serde_json::json;
 use tree_core::{Depth, History, MerkleTree, Snapshot, TreeError};
-use tree_engines::{DbConfig, DbTree, Engine};
+use tree_engines::{postgres_url, DbConfig, DbTree, Engine, EngineError, PostgresOptions};
 
 use crate::events::{fr_hex, parse_fr, read_blocks_from, Block};
 use crate::{CliError, Output};
@@ -16,12 +16,53 @@ use crate::{CliError, Output};
 /// The tree type every command works on.
 pub type Tree = DbTree<PoseidonHasher>;
 
-/// Opens the tree at `db` (which must hold one) with its stored depth.
+/// The database a command names: a directory, or a `postgres://` URL and the tree in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Db {
+    /// `--db`: a directory or a `postgres://` URL.
+    pub path: PathBuf,
+    /// `--tree`: the tree of a PostgreSQL database (every command's global flag).
+    pub tree: String,
+}
+
+impl Db {
+    /// `path`, with the default tree name.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            tree: PostgresOptions::default().tree,
+        }
+    }
+
+    /// The engine configuration that opens it.
+    #[must_use]
+    pub fn config(&self) -> DbConfig {
+        DbConfig::new(&self.path).tree(self.tree.clone())
+    }
+
+    /// The URL, when it is a PostgreSQL database.
+    #[must_use]
+    pub fn postgres_url(&self) -> Option<&str> {
+        postgres_url(&self.path)
+    }
+
+    /// How messages name it: the directory, or the URL (password hidden) and the tree.
+    #[must_use]
+    pub fn display(&self) -> String {
+        match self.postgres_url() {
+            Some(url) => format!("{} (tree {})", tree_postgres::redact_url(url), self.tree),
+            None => self.path.display().to_string(),
+        }
+    }
+}
+
+/// Opens the tree `db` names (which must hold one) with its stored depth.
 ///
 /// # Errors
 /// Locked, not a tree, damaged.
-pub fn open(db: &Path) -> Result<Tree, CliError> {
-    Ok(Tree::open_existing(&DbConfig::new(db))?)
+pub fn open(db: &Db) -> Result<Tree, CliError> {
+    Ok(Tree::open_existing(&db.config())?)
 }
 
 /// The last applied block: the metadata every block writes (a follower's record or an older
@@ -123,12 +164,32 @@ pub fn not_a_member(tree: &Tree, index: u64) -> Result<Option<String>, CliError>
     Ok(None)
 }
 
-/// Refuses a directory that already holds anything: `init` and `import` create databases.
-fn ensure_empty(db: &Path) -> Result<(), CliError> {
-    let occupied = db.exists()
-        && std::fs::read_dir(db)
-            .map(|mut d| d.next().is_some())
-            .unwrap_or(true);
+/// Refuses a directory that already holds anything, or a PostgreSQL tree that already exists:
+/// `init` and `import` create databases.
+fn ensure_empty(db: &Db) -> Result<(), CliError> {
+    let occupied = if db.postgres_url().is_some() {
+        let reader = PostgresOptions {
+            tree: db.tree.clone(),
+            role: tree_postgres::Role::Reader,
+            ..PostgresOptions::default()
+        };
+        match Tree::open_existing(&db.config().postgres(reader)) {
+            Ok(_) => true,
+            Err(
+                tree_core::persistent::PersistentTreeError::NotATree
+                | tree_core::persistent::PersistentTreeError::Store(EngineError::Postgres(
+                    tree_postgres::PgError::NoSuchTree { .. },
+                )),
+            ) => false,
+            Err(other) => return Err(other.into()),
+        }
+    } else {
+        let dir = &db.path;
+        dir.exists()
+            && std::fs::read_dir(dir)
+                .map(|mut d| d.next().is_some())
+                .unwrap_or(true)
+    };
     if occupied {
         return Err(CliError::Usage(format!(
             "{} already exists and is not empty",
@@ -138,21 +199,29 @@ fn ensure_empty(db: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The configuration that creates `db` with `engine` (detected from the URL when not given).
+fn create_config(db: &Db, engine: Option<Engine>) -> DbConfig {
+    let mut config = db.config();
+    config.engine = engine;
+    config
+}
+
 /// `canopy init`.
 ///
 /// # Errors
 /// The directory already holds data; storage errors.
-pub fn init(db: &Path, depth: u8, engine: Engine) -> Result<Output, CliError> {
+pub fn init(db: &Db, depth: u8, engine: Option<Engine>) -> Result<Output, CliError> {
     let depth = Depth::new(depth).map_err(|e| CliError::Usage(format!("--depth: {e}")))?;
     ensure_empty(db)?;
-    let mut tree = Tree::open(&DbConfig::new(db).engine(engine), depth)?;
+    let mut tree = Tree::open(&create_config(db, engine), depth)?;
     tree.close()?;
+    let engine = tree.store().engine();
     Ok(Output {
         text: format!(
             "created an empty tree of depth {depth} at {} ({engine})",
             db.display()
         ),
-        json: json!({"db": db, "depth": depth.get(), "engine": engine.name(), "root": fr_hex(&tree.root())}),
+        json: json!({"db": db.display(), "depth": depth.get(), "engine": engine.name(), "root": fr_hex(&tree.root())}),
     })
 }
 
@@ -160,7 +229,7 @@ pub fn init(db: &Path, depth: u8, engine: Engine) -> Result<Output, CliError> {
 ///
 /// # Errors
 /// Bad events (with their line), storage errors. Blocks before the failing one stay applied.
-pub fn apply(db: &Path, events: &Path) -> Result<Output, CliError> {
+pub fn apply(db: &Db, events: &Path) -> Result<Output, CliError> {
     let blocks = read_blocks_from(events)?;
     let mut tree = open(db)?;
     repair_checkpoint(&mut tree)?;
@@ -197,7 +266,7 @@ pub fn apply(db: &Path, events: &Path) -> Result<Output, CliError> {
 ///
 /// # Errors
 /// Opening the tree.
-pub fn root(db: &Path) -> Result<Output, CliError> {
+pub fn root(db: &Db) -> Result<Output, CliError> {
     let tree = open(db)?;
     let roots: Vec<String> = tree.roots()?.iter().map(fr_hex).collect();
     let checkpoints: Vec<u64> = tree.checkpoints()?.iter().map(|c| c.id).collect();
@@ -224,7 +293,7 @@ pub fn root(db: &Path) -> Result<Output, CliError> {
 ///
 /// # Errors
 /// An index out of range; storage errors.
-pub fn proof(db: &Path, index: u64) -> Result<Output, CliError> {
+pub fn proof(db: &Db, index: u64) -> Result<Output, CliError> {
     let tree = open(db)?;
     if let Some(reason) = not_a_member(&tree, index)? {
         return Err(CliError::NotAMember(reason));
@@ -254,7 +323,7 @@ pub fn proof(db: &Path, index: u64) -> Result<Output, CliError> {
 ///
 /// # Errors
 /// An unknown block; storage errors.
-pub fn rewind(db: &Path, block: u64) -> Result<Output, CliError> {
+pub fn rewind(db: &Db, block: u64) -> Result<Output, CliError> {
     let mut tree = open(db)?;
     tree.rewind_to(block).map_err(|e| match e {
         tree_core::persistent::PersistentTreeError::Tree(TreeError::UnknownCheckpoint {
@@ -278,7 +347,7 @@ pub fn rewind(db: &Path, block: u64) -> Result<Output, CliError> {
 ///
 /// # Errors
 /// Storage and file errors.
-pub fn export(db: &Path, file: &Path) -> Result<Output, CliError> {
+pub fn export(db: &Db, file: &Path) -> Result<Output, CliError> {
     let tree = open(db)?;
     let io = |source| CliError::Io {
         path: file.to_path_buf(),
@@ -304,10 +373,10 @@ pub fn export(db: &Path, file: &Path) -> Result<Output, CliError> {
 /// # Errors
 /// A bad or mismatched snapshot; an existing database; file errors.
 pub fn import(
-    db: &Path,
+    db: &Db,
     file: &Path,
     expect_root: Option<&str>,
-    engine: Engine,
+    engine: Option<Engine>,
 ) -> Result<Output, CliError> {
     let expect = expect_root
         .map(parse_fr)
@@ -325,7 +394,7 @@ pub fn import(
                 source,
             }
         })?;
-    let tree = Tree::open(&DbConfig::new(db).engine(engine), snapshot.depth)?;
+    let tree = Tree::open(&create_config(db, engine), snapshot.depth)?;
     let tree = snapshot
         .import(tree, expect.as_ref())
         .map_err(|source| CliError::Import {
@@ -339,7 +408,7 @@ pub fn import(
             db.display(),
             fr_hex(&tree.root())
         ),
-        json: json!({"db": db, "next_index": tree.next_index(), "root": fr_hex(&tree.root())}),
+        json: json!({"db": db.display(), "next_index": tree.next_index(), "root": fr_hex(&tree.root())}),
     })
 }
 
@@ -347,7 +416,7 @@ pub fn import(
 ///
 /// # Errors
 /// Any stored node that disagrees with its children; storage errors.
-pub fn check(db: &Path) -> Result<Output, CliError> {
+pub fn check(db: &Db) -> Result<Output, CliError> {
     let tree = open(db)?;
     let issues = tree.verify_integrity()?;
     if let Some(first) = issues.first() {

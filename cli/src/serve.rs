@@ -23,11 +23,14 @@ use crate::{CliError, Output};
 /// Opening the database, binding the address, a bad events stream (logged, the server keeps
 /// serving the last good state).
 pub fn run(config: &CanopyConfig, events: Option<PathBuf>) -> Result<Output, CliError> {
-    let db = config.db.clone();
+    let db = crate::ops::Db {
+        path: config.db.clone(),
+        tree: config.tree.clone(),
+    };
     let listen = config
         .listen
         .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8645)));
-    let runtime = runtime(&db)?;
+    let runtime = runtime(&db.path)?;
     // Before any work (the database is not even opened): an address that is taken or a bad
     // setting stops us here.
     let bound = runtime.block_on(bind(listen, &config.server))?;

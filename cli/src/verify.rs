@@ -186,7 +186,7 @@ const FILE_BATCH: usize = 256;
 ///
 /// # Errors
 /// The database or the file cannot be read, or the key does not load.
-pub fn run(db: &Path, file: &Path, key: Option<&Path>) -> Result<Output, CliError> {
+pub fn run(db: &crate::ops::Db, file: &Path, key: Option<&Path>) -> Result<Output, CliError> {
     let roots = crate::ops::open(db)?.roots().map_err(CliError::from)?;
     let verifier = load_verifier(key).map_err(CliError::Usage)?;
     let reader = crate::events::open_input(file)?;

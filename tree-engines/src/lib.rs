@@ -1,10 +1,12 @@
 //! Which engine a Canopy database uses, so that tools and daemons open whatever a directory
 //! holds: [`Engine`], [`detect`] (from the files in the directory), and [`AnyStore`], one
-//! [`KvStore`] over sled or redb beneath tree-core's one persistent engine.
+//! [`KvStore`] over sled, redb or PostgreSQL beneath tree-core's one persistent engine.
 //!
 //! A new database gets the engine its [`DbConfig`] names (sled by default: what zerokit's users
 //! run); an existing one is opened with the engine that made it, and asking for another is a
-//! typed [`EngineError::Mismatch`], never a second database beside the first.
+//! typed [`EngineError::Mismatch`], never a second database beside the first. A database
+//! "path" that is a `postgres://` (or `postgresql://`) URL is a PostgreSQL database, and
+//! [`DbConfig::tree`] names the tree in it.
 //!
 //! ```
 //! use hasher::{Fr, PoseidonHasher};
@@ -50,6 +52,7 @@ use tree_core::persistent::{
     Durability, KvStore, NodeCache, OpenStore, PersistentTree, PersistentTreeError, SharedTree,
     StoreBatch,
 };
+use tree_postgres::{LockWait, PgConfig, PgError, PgStore, Role};
 use tree_redb::{RedbConfig, RedbStore};
 use tree_sled::{SledConfig, SledStore};
 
@@ -63,6 +66,8 @@ pub enum Engine {
     Sled,
     /// redb 5: maintained, stable file format, ACID transactions.
     Redb,
+    /// PostgreSQL (a `postgres://` URL): several trees and machines on one database.
+    Postgres,
 }
 
 impl Engine {
@@ -72,6 +77,7 @@ impl Engine {
         match self {
             Self::Sled => "sled",
             Self::Redb => "redb",
+            Self::Postgres => "postgres",
         }
     }
 }
@@ -84,7 +90,7 @@ impl std::fmt::Display for Engine {
 
 /// An engine name that is neither `sled` nor `redb`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown engine {0:?}: expected sled or redb")]
+#[error("unknown engine {0:?}: expected sled, redb or postgres")]
 pub struct UnknownEngine(pub String);
 
 impl std::str::FromStr for Engine {
@@ -94,15 +100,18 @@ impl std::str::FromStr for Engine {
         match s {
             "sled" => Ok(Self::Sled),
             "redb" => Ok(Self::Redb),
+            "postgres" => Ok(Self::Postgres),
             other => Err(UnknownEngine(other.to_owned())),
         }
     }
 }
 
-/// The engine whose files `dir` holds, if any.
+/// The engine whose files `dir` holds, if any; a `postgres://` URL is PostgreSQL's.
 #[must_use]
 pub fn detect(dir: &Path) -> Option<Engine> {
-    if tree_redb::is_redb_database(dir) {
+    if postgres_url(dir).is_some() {
+        Some(Engine::Postgres)
+    } else if tree_redb::is_redb_database(dir) {
         Some(Engine::Redb)
     } else if ["conf", "db"].iter().any(|f| dir.join(f).is_file()) {
         Some(Engine::Sled)
@@ -111,12 +120,49 @@ pub fn detect(dir: &Path) -> Option<Engine> {
     }
 }
 
+/// `path` as a PostgreSQL URL, when it is one.
+#[must_use]
+pub fn postgres_url(path: &Path) -> Option<&str> {
+    path.to_str()
+        .filter(|s| s.starts_with("postgres://") || s.starts_with("postgresql://"))
+}
+
+/// How a PostgreSQL tree is held: which tree, writer or reader, and a writer's lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+pub struct PostgresOptions {
+    /// The tree's name in the database (each name is its own namespace).
+    pub tree: String,
+    /// Writer (fenced, one per tree) or reader.
+    pub role: Role,
+    /// Whether a writer waits for the tree's lock (a standby) or fails at once.
+    pub lock_wait: LockWait,
+    /// A writer's lease in milliseconds (see [`PgConfig::lease_ms`]).
+    pub lease_ms: u64,
+    /// How long a lost connection is retried, in milliseconds.
+    pub reconnect_ms: u64,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        let pg = PgConfig::default();
+        Self {
+            tree: pg.tree,
+            role: pg.role,
+            lock_wait: pg.lock_wait,
+            lease_ms: pg.lease_ms,
+            reconnect_ms: pg.reconnect_ms,
+        }
+    }
+}
+
 /// Where a database is and how to open it, whichever engine holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct DbConfig {
-    /// Database directory; `None` for a temporary database.
+    /// Database directory, or a `postgres://` URL; `None` for a temporary database.
     pub path: Option<PathBuf>,
     /// The engine for a new database, and the one an existing database must have; `None`
     /// detects it (sled for a new database).
@@ -129,6 +175,8 @@ pub struct DbConfig {
     /// (about 1 KiB each) at the tree's size: the top of the tree whatever its depth
     /// ([`NodeCache`]); 0 turns it off.
     pub cached_band_chunks: u32,
+    /// Which tree of a PostgreSQL database, and how to hold it (ignored by sled and redb).
+    pub postgres: PostgresOptions,
 }
 
 impl Default for DbConfig {
@@ -139,6 +187,7 @@ impl Default for DbConfig {
             durability: Durability::Periodic { every_ms: 500 },
             cached_levels: NodeCache::default().top_levels,
             cached_band_chunks: NodeCache::default().band_chunks,
+            postgres: PostgresOptions::default(),
         }
     }
 }
@@ -174,6 +223,20 @@ impl DbConfig {
         self
     }
 
+    /// Names the tree of a PostgreSQL database.
+    #[must_use]
+    pub fn tree(mut self, tree: impl Into<String>) -> Self {
+        self.postgres.tree = tree.into();
+        self
+    }
+
+    /// Sets how a PostgreSQL tree is held.
+    #[must_use]
+    pub fn postgres(mut self, options: PostgresOptions) -> Self {
+        self.postgres = options;
+        self
+    }
+
     /// The engine this configuration opens: the one found in the directory, else the one asked
     /// for, else sled.
     ///
@@ -201,6 +264,20 @@ impl DbConfig {
         config
     }
 
+    fn pg(&self, url: &str) -> PgConfig {
+        let o = &self.postgres;
+        PgConfig {
+            url: url.to_owned(),
+            tree: o.tree.clone(),
+            role: o.role,
+            lock_wait: o.lock_wait,
+            lease_ms: o.lease_ms,
+            reconnect_ms: o.reconnect_ms,
+            cached_levels: self.cached_levels,
+            cached_band_chunks: self.cached_band_chunks,
+        }
+    }
+
     fn redb(&self) -> RedbConfig {
         RedbConfig {
             path: self.path.clone(),
@@ -221,6 +298,12 @@ pub enum EngineError {
     /// redb failed.
     #[error("redb: {0}")]
     Redb(#[from] redb::Error),
+    /// PostgreSQL failed or refused (another writer, a newer term, another schema version).
+    #[error(transparent)]
+    Postgres(#[from] PgError),
+    /// PostgreSQL was asked for with a database that is not a `postgres://` URL.
+    #[error("a PostgreSQL database is a postgres:// URL, not {0:?}")]
+    NotAUrl(PathBuf),
     /// The directory holds a database of another engine than the one asked for.
     #[error("the database is a {found} database, not {requested}")]
     Mismatch {
@@ -231,13 +314,15 @@ pub enum EngineError {
     },
 }
 
-/// sled or redb, chosen when the database is opened.
+/// sled, redb or PostgreSQL, chosen when the database is opened.
 #[derive(Debug)]
 pub enum AnyStore {
     /// A sled database.
     Sled(SledStore),
     /// A redb database.
     Redb(RedbStore),
+    /// A tree in a PostgreSQL database.
+    Postgres(PgStore),
 }
 
 impl AnyStore {
@@ -247,6 +332,7 @@ impl AnyStore {
         match self {
             Self::Sled(_) => Engine::Sled,
             Self::Redb(_) => Engine::Redb,
+            Self::Postgres(_) => Engine::Postgres,
         }
     }
 }
@@ -267,6 +353,7 @@ impl KvStore for AnyStore {
         match self {
             Self::Sled(s) => Ok(s.get(key)?),
             Self::Redb(s) => Ok(s.get(key)?),
+            Self::Postgres(s) => Ok(s.get(key)?),
         }
     }
 
@@ -274,6 +361,7 @@ impl KvStore for AnyStore {
         match self {
             Self::Sled(s) => Ok(s.commit(batch)?),
             Self::Redb(s) => Ok(s.commit(batch)?),
+            Self::Postgres(s) => Ok(s.commit(batch)?),
         }
     }
 
@@ -281,6 +369,7 @@ impl KvStore for AnyStore {
         match self {
             Self::Sled(s) => Ok(s.flush()?),
             Self::Redb(s) => Ok(s.flush()?),
+            Self::Postgres(s) => Ok(s.flush()?),
         }
     }
 
@@ -292,6 +381,7 @@ impl KvStore for AnyStore {
         match self {
             Self::Sled(s) => Ok(s.scan_prefix(prefix, visit)?),
             Self::Redb(s) => Ok(s.scan_prefix(prefix, visit)?),
+            Self::Postgres(s) => Ok(s.scan_prefix(prefix, visit)?),
         }
     }
 
@@ -299,6 +389,7 @@ impl KvStore for AnyStore {
         match self {
             Self::Sled(s) => Ok(s.is_empty()?),
             Self::Redb(s) => Ok(s.is_empty()?),
+            Self::Postgres(s) => Ok(s.is_empty()?),
         }
     }
 }
@@ -314,11 +405,21 @@ impl OpenStore for AnyStore {
             Engine::Redb => RedbStore::open(&config.redb())
                 .map(Self::Redb)
                 .map_err(|e| e.map_store(EngineError::Redb)),
+            Engine::Postgres => {
+                let path = config.path.as_deref().unwrap_or(Path::new(""));
+                let url = postgres_url(path).ok_or_else(|| {
+                    PersistentTreeError::Store(EngineError::NotAUrl(path.to_path_buf()))
+                })?;
+                PgStore::open(&config.pg(url))
+                    .map(Self::Postgres)
+                    .map_err(|e| PersistentTreeError::Store(EngineError::Postgres(e)))
+            }
         }
     }
 
+    /// The directory; `None` for a temporary database and for a PostgreSQL URL.
     fn path(config: &DbConfig) -> Option<&Path> {
-        config.path.as_deref()
+        config.path.as_deref().filter(|p| postgres_url(p).is_none())
     }
 
     fn node_cache(config: &DbConfig) -> NodeCache {
@@ -332,6 +433,7 @@ impl OpenStore for AnyStore {
         match self {
             Self::Sled(s) => Ok(s.size_on_disk()?),
             Self::Redb(s) => Ok(s.size_on_disk()?),
+            Self::Postgres(s) => Ok(s.size_on_disk()?),
         }
     }
 }

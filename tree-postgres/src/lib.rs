@@ -47,7 +47,7 @@ mod store;
 pub use config::{LockWait, PgConfig, Role};
 pub use error::PgError;
 pub use schema::{NOTIFY_CHANNEL, SCHEMA_VERSION};
-pub use store::PgStore;
+pub use store::{redact_url, PgStore};
 
 /// The persistent tree on Postgres.
 pub type PgMerkleTree<H, S = PgStore> = tree_core::persistent::PersistentTree<H, S>;

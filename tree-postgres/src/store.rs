@@ -35,7 +35,8 @@ pub struct PgStore {
 
 #[derive(Debug)]
 struct Inner {
-    runtime: tokio::runtime::Runtime,
+    /// Drives the connection; `None` only while dropping.
+    runtime: Option<tokio::runtime::Runtime>,
     pg: tokio_postgres::Config,
     config: PgConfig,
     tree_id: i32,
@@ -87,7 +88,7 @@ impl PgStore {
     /// [`PgError::NoSuchTree`] and Postgres errors.
     pub fn open(config: &PgConfig) -> Result<Self, PgError> {
         let pg: tokio_postgres::Config = config.url.parse().map_err(|e| PgError::BadUrl {
-            url: redact(&config.url),
+            url: redact_url(&config.url),
             reason: format!("{e}"),
         })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -97,7 +98,7 @@ impl PgStore {
             .build()
             .map_err(PgError::Runtime)?;
         let mut inner = Inner {
-            runtime,
+            runtime: Some(runtime),
             pg,
             config: config.clone(),
             tree_id: 0,
@@ -171,7 +172,11 @@ impl Inner {
     /// A new connection, its session settings made.
     fn connect(&self) -> Result<Client, PgError> {
         let pg = self.pg.clone();
-        let task = self.runtime.spawn(async move {
+        let runtime = self
+            .runtime
+            .as_ref()
+            .ok_or_else(|| PgError::Runtime(std::io::Error::other("the store is being dropped")))?;
+        let task = runtime.spawn(async move {
             let (client, connection) = pg.connect(NoTls).await?;
             tokio::spawn(async move {
                 // Ends when the connection does; the client's next call reports why.
@@ -392,6 +397,17 @@ impl Drop for PgStore {
     }
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The session first (its connection task ends), then the runtime without blocking:
+        // a store may be dropped on a tokio worker, where dropping a runtime would panic.
+        drop(self.session.get_mut().take());
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
 /// Retries `connect` while it fails with a lost or refused connection and `deadline` allows.
 fn retry_until<T>(
     deadline: Instant,
@@ -519,8 +535,9 @@ fn leader_name() -> String {
     format!("{host}:{}", std::process::id())
 }
 
-/// The URL without its password, for error messages.
-pub(crate) fn redact(url: &str) -> String {
+/// The URL without its password, for messages and logs.
+#[must_use]
+pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let userinfo = &url[scheme + 3..at];
@@ -643,10 +660,13 @@ mod tests {
     #[test]
     fn passwords_never_reach_an_error_message() {
         assert_eq!(
-            redact("postgres://canopy:secret@db:5432/x"),
+            redact_url("postgres://canopy:secret@db:5432/x"),
             "postgres://canopy:***@db:5432/x"
         );
-        assert_eq!(redact("postgres://canopy@db/x"), "postgres://canopy@db/x");
+        assert_eq!(
+            redact_url("postgres://canopy@db/x"),
+            "postgres://canopy@db/x"
+        );
     }
 
     #[test]
