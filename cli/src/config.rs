@@ -41,6 +41,53 @@ pub struct CanopyConfig {
     pub server: ServerConfig,
     /// The Ethereum JSON-RPC endpoint at `POST /` of `follow --serve`.
     pub jsonrpc: eth_endpoint::EndpointConfig,
+    /// A PostgreSQL database (`db = "postgres://…"`): standby, lease, reconnects, replicas.
+    pub postgres: PostgresConfig,
+}
+
+/// How `follow` and `serve` hold a tree in a PostgreSQL database.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// `follow` as a standby: wait for the tree's writer lock instead of failing, then follow.
+    pub standby: bool,
+    /// The writer's lease (ms): a writer silent this long loses its session and its lock.
+    pub lease_ms: u64,
+    /// How long a lost connection is retried (ms) before the command fails.
+    pub reconnect_ms: u64,
+    /// How often a replica (`serve --replica`) looks for new commits (ms).
+    pub replica_poll_ms: u64,
+}
+
+impl Default for PostgresConfig {
+    fn default() -> Self {
+        let pg = tree_engines::PostgresOptions::default();
+        Self {
+            standby: false,
+            lease_ms: pg.lease_ms,
+            reconnect_ms: pg.reconnect_ms,
+            replica_poll_ms: 20,
+        }
+    }
+}
+
+impl CanopyConfig {
+    /// The engine configuration of `db` (with `tree` and the `[postgres]` settings).
+    #[must_use]
+    pub fn db_config(&self) -> tree_engines::DbConfig {
+        let pg = &self.postgres;
+        tree_engines::DbConfig::new(&self.db).postgres(tree_engines::PostgresOptions {
+            tree: self.tree.clone(),
+            lock_wait: if pg.standby {
+                tree_postgres::LockWait::Wait
+            } else {
+                tree_postgres::LockWait::Fail
+            },
+            lease_ms: pg.lease_ms,
+            reconnect_ms: pg.reconnect_ms,
+            ..tree_engines::PostgresOptions::default()
+        })
+    }
 }
 
 impl Default for CanopyConfig {
@@ -56,6 +103,7 @@ impl Default for CanopyConfig {
             follower: FollowerConfig::default(),
             server: ServerConfig::default(),
             jsonrpc: eth_endpoint::EndpointConfig::default(),
+            postgres: PostgresConfig::default(),
         }
     }
 }

@@ -8,7 +8,7 @@ use follower::{ChainClient, FollowError, Follower, StepOutcome, SyncMode};
 use serde_json::json;
 use tree_core::persistent::PersistentTreeError;
 use tree_core::{Depth, MerkleTree};
-use tree_engines::{DbConfig, SharedDbTree};
+use tree_engines::SharedDbTree;
 
 use crate::config::CanopyConfig;
 use crate::events::fr_hex;
@@ -59,7 +59,7 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
     let follower_config = config.follower.clone();
     let depth = Depth::new(follower_config.profile.depth)
         .map_err(|e| CliError::Config(format!("follower.profile.depth: {e}")))?;
-    let db = DbConfig::new(&config.db).tree(config.tree.clone());
+    let db = config.db_config();
     let runtime = crate::serve::runtime(&config.db)?;
     // Before any work (the database is not even opened): an address that is taken or a bad
     // server setting stops the follower here, rather than leaving it following with no server.

@@ -155,6 +155,10 @@ enum Command {
         /// Events to apply while serving (`-` for stdin).
         #[arg(long)]
         events: Option<PathBuf>,
+        /// A read replica of a PostgreSQL tree (`--db postgres://…`): holds the tree in memory
+        /// and follows what its writer commits; `/health` reports the lag.
+        #[arg(long)]
+        replica: bool,
         /// A TOML config file (see `canopy config --print-default`).
         #[arg(long)]
         config: Option<PathBuf>,
@@ -192,6 +196,10 @@ enum Command {
         /// `/proof/{index}`, `/verify`) here while following.
         #[arg(long)]
         serve: Option<std::net::SocketAddr>,
+        /// With `--db postgres://…`: wait as a standby for the tree's writer lock, then follow
+        /// (also `postgres.standby` in the config file).
+        #[arg(long)]
+        standby: bool,
         /// Stop once caught up with the head: exit 0 only when the target block was reached
         /// (3: the deadline passed first, 4: a signal came first, 1: a fatal error).
         #[arg(long)]
@@ -392,6 +400,20 @@ struct FlagLayer {
     listen: Option<std::net::SocketAddr>,
     log: LogFlags,
     follower: FollowerFlags,
+    #[serde(skip_serializing_if = "PostgresFlags::is_empty")]
+    postgres: PostgresFlags,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct PostgresFlags {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    standby: Option<bool>,
+}
+
+impl PostgresFlags {
+    fn is_empty(&self) -> bool {
+        self.standby.is_none()
+    }
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -429,6 +451,7 @@ fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, config::LogConfig), CliE
             sync,
             serve,
             config,
+            standby,
             ..
         } => (
             config,
@@ -444,6 +467,9 @@ fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, config::LogConfig), CliE
                     from_block: *from_block,
                     confirmations: *confirmations,
                     sync: *sync,
+                },
+                postgres: PostgresFlags {
+                    standby: standby.then_some(true),
                 },
             },
         ),
@@ -536,7 +562,12 @@ fn main() -> ExitCode {
             },
             _,
         ) => ops::import(&db(path), &file, expect_root.as_deref(), engine),
-        (Command::Serve { events, .. }, Some(config)) => serve::run(&config, events),
+        (
+            Command::Serve {
+                events, replica, ..
+            },
+            Some(config),
+        ) => serve::run(&config, events, replica),
         (
             Command::Follow {
                 once, once_timeout, ..

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
+use tree_core::MerkleTree;
 use tree_engines::SharedDbTree;
 
 use crate::config::CanopyConfig;
@@ -22,7 +23,19 @@ use crate::{CliError, Output};
 /// # Errors
 /// Opening the database, binding the address, a bad events stream (logged, the server keeps
 /// serving the last good state).
-pub fn run(config: &CanopyConfig, events: Option<PathBuf>) -> Result<Output, CliError> {
+pub fn run(
+    config: &CanopyConfig,
+    events: Option<PathBuf>,
+    replica: bool,
+) -> Result<Output, CliError> {
+    if replica {
+        if events.is_some() {
+            return Err(CliError::Usage(
+                "--replica serves what the database's writer commits: no --events".into(),
+            ));
+        }
+        return run_replica(config);
+    }
     let db = crate::ops::Db {
         path: config.db.clone(),
         tree: config.tree.clone(),
@@ -67,6 +80,73 @@ pub fn run(config: &CanopyConfig, events: Option<PathBuf>) -> Result<Output, Cli
         serve(bound, app, shutdown).await
     })?;
     shared.read(|t| t.flush()).map_err(CliError::from)?;
+    Ok(Output {
+        text: "stopped".into(),
+        json: json!({"stopped": true}),
+    })
+}
+
+/// `serve --replica`: the PostgreSQL tree `config` names, held in memory and brought forward
+/// every `postgres.replica_poll_ms` from the rows its writer committed since.
+fn run_replica(config: &CanopyConfig) -> Result<Output, CliError> {
+    if tree_engines::postgres_url(&config.db).is_none() {
+        return Err(CliError::Usage(
+            "--replica reads a PostgreSQL tree: --db postgres://…".into(),
+        ));
+    }
+    let listen = config
+        .listen
+        .unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 8645)));
+    let runtime = runtime(&config.db)?;
+    let bound = runtime.block_on(bind(listen, &config.server))?;
+    let started = std::time::Instant::now();
+    let (mut replica, tree) =
+        tree_engines::DbReplica::open::<hasher::PoseidonHasher>(&config.db_config())?;
+    tracing::info!(
+        members = tree.next_index(),
+        commits = replica.commits(),
+        ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "replica loaded the tree"
+    );
+    let shared: ServedTree = Arc::new(SharedDbTree::new(tree));
+    let status = Arc::new(SyncStatus::replica());
+    status.caught_up(u64::try_from(replica.commits()).unwrap_or(0), None);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poll = Duration::from_millis(config.postgres.replica_poll_ms.max(1));
+    let catching_up = {
+        let (shared, status, stop) = (shared.clone(), status.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                match replica.catch_up(&shared) {
+                    Ok(lag) => {
+                        let fresh = (lag.caught_up > 0).then_some(lag.last_commit_age);
+                        status.caught_up(u64::try_from(lag.commits).unwrap_or(0), fresh);
+                        #[allow(clippy::cast_precision_loss)]
+                        metrics::gauge!(crate::telemetry::REPLICA_COMMITS).set(lag.commits as f64);
+                        if let Some(seconds) = fresh {
+                            metrics::gauge!(crate::telemetry::REPLICA_LAG_SECONDS).set(seconds);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!("replica catch-up: {e}");
+                        status.failed(&e.to_string());
+                    }
+                }
+                std::thread::sleep(poll);
+            }
+        })
+    };
+    let metrics = crate::telemetry::init_metrics().map_err(CliError::Usage)?;
+    let app = AppState::new(shared, status, config.server.clone(), Some(metrics));
+    let server_config = config.server.clone();
+    let served = runtime.block_on(async move {
+        let shutdown = Shutdown::install(Duration::from_millis(server_config.shutdown_timeout_ms))
+            .map_err(|e| CliError::Usage(format!("signal handlers: {e}")))?;
+        serve(bound, app, shutdown).await
+    });
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let _ = catching_up.join();
+    served?;
     Ok(Output {
         text: "stopped".into(),
         json: json!({"stopped": true}),

@@ -21,6 +21,13 @@ pub struct SyncStatus {
     target: AtomicU64,
     applied: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// A read replica of a PostgreSQL tree (`serve --replica`).
+    replica: bool,
+    /// The database commit the replica serves.
+    replica_commits: AtomicU64,
+    /// Seconds (f64 bits) from the primary's commit to the replica serving it, at the last
+    /// catch-up that found a new commit.
+    replica_lag_bits: AtomicU64,
 }
 
 /// The answer of `/health`: a JSON body (`status`: `synced`, `syncing`, `stalled` (the last step
@@ -51,6 +58,34 @@ impl SyncStatus {
         Self::default()
     }
 
+    /// The status of a read replica (health depends on its last catch-up).
+    #[must_use]
+    pub fn replica() -> Self {
+        Self {
+            replica: true,
+            ..Self::default()
+        }
+    }
+
+    /// Records a catch-up of a replica: the commit it now serves and, when it found new
+    /// commits, how long after the primary's commit it serves them.
+    pub fn caught_up(&self, commits: u64, lag_seconds: Option<f64>) {
+        self.replica_commits.store(commits, Ordering::Relaxed);
+        if let Some(lag) = lag_seconds {
+            self.replica_lag_bits
+                .store(lag.to_bits(), Ordering::Relaxed);
+        }
+        self.stepped.store(true, Ordering::Release);
+        self.failing.store(false, Ordering::Release);
+        *self.last_error.lock() = None;
+    }
+
+    /// The replica's last measured lag, in seconds.
+    #[must_use]
+    pub fn replica_lag_seconds(&self) -> f64 {
+        f64::from_bits(self.replica_lag_bits.load(Ordering::Relaxed))
+    }
+
     /// Records a successful step.
     pub fn stepped(&self, outcome: &follower::StepOutcome) {
         self.head.store(outcome.head, Ordering::Relaxed);
@@ -76,6 +111,26 @@ impl SyncStatus {
     /// `/health`: synced within `max_lag` blocks of the target, or not.
     #[must_use]
     pub fn health(&self, max_lag: u64, members: u64, last_block: Option<u64>) -> Health {
+        if self.replica {
+            let status = if self.stopping.load(Ordering::Acquire) {
+                "stopping"
+            } else if self.failing.load(Ordering::Acquire) {
+                "stalled"
+            } else {
+                "replica"
+            };
+            return Health {
+                ok: status == "replica",
+                body: json!({
+                    "status": status,
+                    "next_index": members,
+                    "last_block": last_block,
+                    "commits": self.replica_commits.load(Ordering::Relaxed),
+                    "lag_seconds": self.replica_lag_seconds(),
+                    "last_error": *self.last_error.lock(),
+                }),
+            };
+        }
         if !self.following {
             let stopping = self.stopping.load(Ordering::Acquire);
             let status = if stopping { "stopping" } else { "serving" };

@@ -11,6 +11,10 @@ pub const HTTP_REQUEST_SECONDS: &str = "canopy_http_request_seconds";
 pub const HTTP_REJECTED: &str = "canopy_http_rejected_total";
 /// Name of the database size gauge.
 pub const DB_SIZE_BYTES: &str = "canopy_db_size_bytes";
+/// Name of a replica's gauge of the database commit it serves.
+pub const REPLICA_COMMITS: &str = "canopy_replica_commits";
+/// Name of a replica's lag gauge: seconds from the primary's commit to the replica serving it.
+pub const REPLICA_LAG_SECONDS: &str = "canopy_replica_lag_seconds";
 
 /// Installs the log subscriber on stderr; `color` decides ANSI escapes in text lines (never in
 /// JSON ones).
@@ -58,6 +62,12 @@ pub fn init_metrics() -> Result<PrometheusHandle, String> {
         "HTTP request latency by route and status"
     );
     metrics::describe_counter!(HTTP_REJECTED, "HTTP requests refused by a limit, by reason");
+    metrics::describe_gauge!(REPLICA_COMMITS, "The database commit a read replica serves");
+    metrics::describe_gauge!(
+        REPLICA_LAG_SECONDS,
+        metrics::Unit::Seconds,
+        "Seconds from the primary's commit to a read replica serving it (last new commit)"
+    );
     metrics::describe_gauge!(DB_SIZE_BYTES, "Bytes of the database directory on disk");
     Ok(handle)
 }

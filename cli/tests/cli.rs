@@ -259,6 +259,88 @@ fn init_apply_root_proof_rewind_export_import_check_on_postgres() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("hunter2"));
 }
 
+/// `serve --replica` on another tree's writer: two replicas load a PostgreSQL tree, follow
+/// what `apply` commits to it block by block, and answer the writer's root and proofs once
+/// their `/health` shows the commit; a writer held by another is refused.
+#[test]
+fn replicas_serve_what_the_writer_commits() {
+    let cluster = pg_harness::PgCluster::start().unwrap();
+    let url = cluster.url();
+    let dir = tempfile::tempdir().unwrap();
+    ok_json(&["init", "--db", &url, "--tree", "m", "--depth", "12"]);
+    let (text, blocks) = events(12, 4);
+    let lines: Vec<&str> = text.lines().collect();
+    let replicas: Vec<_> = (0..2)
+        .map(|i| {
+            common::spawn_server(
+                &[
+                    "serve",
+                    "--replica",
+                    "--db",
+                    &url,
+                    "--tree",
+                    "m",
+                    "--listen",
+                    "127.0.0.1:0",
+                ],
+                &[],
+                &dir.path().join(format!("replica{i}.log")),
+            )
+        })
+        .collect();
+    for (k, line) in lines.iter().enumerate() {
+        let file = dir.path().join(format!("block{k}.jsonl"));
+        write(&file, &format!("{line}\n"));
+        let applied = ok_json(&["apply", "--db", &url, "--tree", "m", file.to_str().unwrap()]);
+        let want = expected_root(12, &blocks[..=k]);
+        assert_eq!(applied["root"], want);
+        let last = (applied["next_index"].as_u64().unwrap() - 1).to_string();
+        let writer = canopy(&["--json", "proof", "--db", &url, "--tree", "m", &last]);
+        for (_, port) in &replicas {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let (status, health) = common::get_json(*port, "/health");
+                assert_eq!(status, 200, "{health}");
+                assert_eq!(health["status"], "replica");
+                if health["last_block"] == (k + 1) as u64 {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "replica stuck at {health}"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let (_, root) = common::get_json(*port, "/root");
+            assert_eq!(root["root"], want, "block {}", k + 1);
+            let (status, proof) = common::get_json(*port, &format!("/proof/{last}"));
+            assert_eq!(status == 200, writer.status.success(), "{proof}");
+            if status == 200 {
+                let writer: serde_json::Value = serde_json::from_slice(&writer.stdout).unwrap();
+                assert_eq!(proof["path_elements"], writer["path_elements"]);
+            }
+        }
+    }
+    let (_, metrics) = common::http(replicas[0].1, "GET", "/metrics", None);
+    assert!(metrics.contains("canopy_replica_commits"), "{metrics}");
+    // A replica of a tree that does not exist is refused at start.
+    let out = canopy(&[
+        "serve",
+        "--replica",
+        "--db",
+        &url,
+        "--tree",
+        "nope",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no tree named"),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn bad_events_and_bad_databases_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -497,3 +497,88 @@ fn a_postgres_crash_mid_stream_loses_nothing_and_applies_nothing_twice() {
         &[],
     );
 }
+
+/// A read replica follows a writer commit by commit (applies, checkpoints, rewinds with their
+/// removals): after each catch-up its root, size, checkpoints, metadata and proofs equal the
+/// writer's; one that fell behind the tombstones' horizon reloads and still matches; readers
+/// during catch-ups always get a proof of the root they read with it.
+#[test]
+fn a_replica_serves_exactly_the_writers_tree_after_every_catch_up() {
+    use integration_tests::steps::{history_step, HISTORY};
+    use tree_core::History;
+    use tree_engines::{DbConfig, DbReplica, SharedDbTree};
+
+    let cluster = PgCluster::start().unwrap();
+    let config = fresh_tree(&cluster, "replicated");
+    let mut tree = open(&config, Depth::new(10).unwrap());
+    tree.set_history_config(HISTORY).unwrap();
+    history_step(&mut tree, 7, 1).unwrap();
+    let db = DbConfig::new(cluster.url()).tree(config.tree.clone());
+    let (mut replica, served) = DbReplica::open::<MixHasher>(&db).unwrap();
+    let served = Arc::new(SharedDbTree::new(served));
+    assert_eq!(served.read(|t| t.root()), tree.root());
+
+    // Readers check every (root, proof) pair they get while the replica catches up.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let (served, stop) = (served.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut checked = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    served.read(|t| {
+                        let n = t.next_index();
+                        if n > 0 {
+                            let index = (checked * 31 + r) % n;
+                            let proof = t.proof(index).unwrap();
+                            let leaf = t.get(index).unwrap();
+                            assert_eq!(proof.compute_root(&leaf), t.root(), "a torn read");
+                        }
+                    });
+                    checked += 1;
+                }
+                checked
+            })
+        })
+        .collect();
+
+    let same = |served: &SharedDbTree<MixHasher>, tree: &Tree| {
+        served.read(|t| {
+            assert_eq!(t.root(), tree.root());
+            assert_eq!(t.next_index(), tree.next_index());
+            assert_eq!(t.metadata().unwrap(), tree.metadata().unwrap());
+            assert_eq!(t.checkpoints().unwrap(), tree.checkpoints().unwrap());
+            assert_eq!(t.roots().unwrap(), tree.roots().unwrap());
+            for index in (0..tree.next_index()).step_by(7) {
+                assert_eq!(t.proof(index).unwrap(), tree.proof(index).unwrap());
+            }
+        });
+    };
+    let mut rewinds = 0;
+    for s in 2..120u64 {
+        rewinds += u64::from(history_step(&mut tree, 7, s).unwrap());
+        if s % 3 == 0 {
+            let lag = replica.catch_up(&served).unwrap();
+            assert_eq!(lag.commits, tree.store().commits());
+            same(&served, &tree);
+        }
+    }
+    assert!(rewinds > 0, "the workload rewound nothing");
+    // Far behind: more commits than tombstones are kept, so the replica reloads the tree.
+    for s in 120..1400u64 {
+        tree.checkpoint(s * 2).unwrap();
+    }
+    let lag = replica.catch_up(&served).unwrap();
+    assert!(lag.caught_up > 1024, "{lag:?}");
+    same(&served, &tree);
+    stop.store(true, Ordering::Relaxed);
+    for reader in readers {
+        assert!(reader.join().unwrap() > 0);
+    }
+    report::record(
+        "postgres_failover",
+        "replica",
+        &[("replica_catch_ups", 40), ("replica_rewinds", rewinds)],
+        &[],
+    );
+}

@@ -49,10 +49,10 @@
 use std::path::{Path, PathBuf};
 
 use tree_core::persistent::{
-    Durability, KvStore, NodeCache, OpenStore, PersistentTree, PersistentTreeError, SharedTree,
-    StoreBatch,
+    Durability, KvStore, MemStore, NodeCache, OpenStore, PersistentTree, PersistentTreeError,
+    SharedTree, StoreBatch,
 };
-use tree_postgres::{LockWait, PgConfig, PgError, PgStore, Role};
+use tree_postgres::{Catchup, LockWait, PgConfig, PgError, PgReplica, PgStore, Role};
 use tree_redb::{RedbConfig, RedbStore};
 use tree_sled::{SledConfig, SledStore};
 
@@ -68,6 +68,8 @@ pub enum Engine {
     Redb,
     /// PostgreSQL (a `postgres://` URL): several trees and machines on one database.
     Postgres,
+    /// An in-memory copy of a tree: what a read replica of a PostgreSQL tree serves from.
+    Memory,
 }
 
 impl Engine {
@@ -78,6 +80,7 @@ impl Engine {
             Self::Sled => "sled",
             Self::Redb => "redb",
             Self::Postgres => "postgres",
+            Self::Memory => "memory",
         }
     }
 }
@@ -323,6 +326,8 @@ pub enum AnyStore {
     Redb(RedbStore),
     /// A tree in a PostgreSQL database.
     Postgres(PgStore),
+    /// A replica's in-memory copy of a tree ([`DbReplica`]).
+    Memory(MemStore),
 }
 
 impl AnyStore {
@@ -333,6 +338,7 @@ impl AnyStore {
             Self::Sled(_) => Engine::Sled,
             Self::Redb(_) => Engine::Redb,
             Self::Postgres(_) => Engine::Postgres,
+            Self::Memory(_) => Engine::Memory,
         }
     }
 }
@@ -354,6 +360,7 @@ impl KvStore for AnyStore {
             Self::Sled(s) => Ok(s.get(key)?),
             Self::Redb(s) => Ok(s.get(key)?),
             Self::Postgres(s) => Ok(s.get(key)?),
+            Self::Memory(s) => s.get(key).map_err(|never| match never {}),
         }
     }
 
@@ -362,6 +369,7 @@ impl KvStore for AnyStore {
             Self::Sled(s) => Ok(s.commit(batch)?),
             Self::Redb(s) => Ok(s.commit(batch)?),
             Self::Postgres(s) => Ok(s.commit(batch)?),
+            Self::Memory(s) => s.commit(batch).map_err(|never| match never {}),
         }
     }
 
@@ -370,6 +378,7 @@ impl KvStore for AnyStore {
             Self::Sled(s) => Ok(s.flush()?),
             Self::Redb(s) => Ok(s.flush()?),
             Self::Postgres(s) => Ok(s.flush()?),
+            Self::Memory(s) => s.flush().map_err(|never| match never {}),
         }
     }
 
@@ -382,6 +391,7 @@ impl KvStore for AnyStore {
             Self::Sled(s) => Ok(s.scan_prefix(prefix, visit)?),
             Self::Redb(s) => Ok(s.scan_prefix(prefix, visit)?),
             Self::Postgres(s) => Ok(s.scan_prefix(prefix, visit)?),
+            Self::Memory(s) => s.scan_prefix(prefix, visit).map_err(|never| match never {}),
         }
     }
 
@@ -390,6 +400,7 @@ impl KvStore for AnyStore {
             Self::Sled(s) => Ok(s.is_empty()?),
             Self::Redb(s) => Ok(s.is_empty()?),
             Self::Postgres(s) => Ok(s.is_empty()?),
+            Self::Memory(s) => s.is_empty().map_err(|never| match never {}),
         }
     }
 }
@@ -405,6 +416,7 @@ impl OpenStore for AnyStore {
             Engine::Redb => RedbStore::open(&config.redb())
                 .map(Self::Redb)
                 .map_err(|e| e.map_store(EngineError::Redb)),
+            Engine::Memory => Ok(Self::Memory(MemStore::new())),
             Engine::Postgres => {
                 let path = config.path.as_deref().unwrap_or(Path::new(""));
                 let url = postgres_url(path).ok_or_else(|| {
@@ -434,7 +446,142 @@ impl OpenStore for AnyStore {
             Self::Sled(s) => Ok(s.size_on_disk()?),
             Self::Redb(s) => Ok(s.size_on_disk()?),
             Self::Postgres(s) => Ok(s.size_on_disk()?),
+            Self::Memory(_) => Ok(0),
         }
+    }
+}
+
+fn infallible<T>(result: Result<T, std::convert::Infallible>) -> T {
+    match result {
+        Ok(value) => value,
+        Err(never) => match never {},
+    }
+}
+
+/// A read replica of a PostgreSQL tree: the tree's every entry in memory, served as a
+/// [`DbTree`] on [`AnyStore::Memory`], brought forward by [`catch_up`](Self::catch_up) from
+/// the rows written since its commit. Every read sees one committed state: a catch-up applies
+/// the changes and reopens the tree over them under the shared tree's write lock.
+#[derive(Debug)]
+pub struct DbReplica {
+    pg: PgReplica,
+    copy: MemStore,
+}
+
+/// Where a replica stands after a catch-up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplicaLag {
+    /// The database's commit count, which the replica now serves.
+    pub commits: i64,
+    /// Commits the replica was behind before this catch-up.
+    pub caught_up: i64,
+    /// Seconds since the tree's last commit (the database's clock).
+    pub last_commit_age: f64,
+}
+
+impl DbReplica {
+    /// Connects to the PostgreSQL tree `config` names, as a reader, and loads it whole.
+    ///
+    /// # Errors
+    /// [`EngineError::NotAUrl`], Postgres errors, [`PersistentTreeError::NotATree`] when the
+    /// tree holds no tree yet, and the tree's own open errors.
+    pub fn open<H: hasher::DigestCodec>(
+        config: &DbConfig,
+    ) -> Result<(Self, DbTree<H>), DbTreeError> {
+        let path = config.path.as_deref().unwrap_or(Path::new(""));
+        let url = postgres_url(path)
+            .ok_or_else(|| PersistentTreeError::Store(EngineError::NotAUrl(path.to_path_buf())))?;
+        let mut pg_config = config.pg(url);
+        pg_config.role = Role::Reader;
+        let pg = PgReplica::connect(&pg_config)
+            .map_err(|e| PersistentTreeError::Store(EngineError::Postgres(e)))?;
+        let mut replica = Self {
+            pg,
+            copy: MemStore::new(),
+        };
+        replica.observe()?;
+        let tree = replica.reopen()?;
+        Ok((replica, tree))
+    }
+
+    /// The database commit the replica serves.
+    #[must_use]
+    pub fn commits(&self) -> i64 {
+        self.pg.commits()
+    }
+
+    /// Brings `shared` to the tree's last commit, if it moved: one read of the rows written
+    /// since, applied with the reopen under `shared`'s write lock.
+    ///
+    /// # Errors
+    /// Postgres errors (the copy is untouched), and a reopen error (the copy is then ahead of
+    /// the served tree: stop serving).
+    pub fn catch_up<H: hasher::DigestCodec>(
+        &mut self,
+        shared: &SharedDbTree<H>,
+    ) -> Result<ReplicaLag, DbTreeError> {
+        let (change, lag) = self.observe_pending()?;
+        if let Some(change) = change {
+            shared.write(|tree| -> Result<(), DbTreeError> {
+                self.apply(change);
+                *tree = self.reopen()?;
+                Ok(())
+            })?;
+        }
+        Ok(lag)
+    }
+
+    fn observe(&mut self) -> Result<(), DbTreeError> {
+        if let (Some(change), _) = self.observe_pending()? {
+            self.apply(change);
+        }
+        Ok(())
+    }
+
+    fn observe_pending(&mut self) -> Result<(Option<Catchup>, ReplicaLag), DbTreeError> {
+        let observed = self
+            .pg
+            .observe()
+            .map_err(|e| PersistentTreeError::Store(EngineError::Postgres(e)))?;
+        let lag = ReplicaLag {
+            commits: observed.commits,
+            caught_up: observed.behind,
+            last_commit_age: observed.last_commit_age,
+        };
+        let change = match observed.catchup {
+            Catchup::Current => None,
+            other => Some(other),
+        };
+        Ok((change, lag))
+    }
+
+    fn apply(&self, change: Catchup) {
+        match change {
+            Catchup::Current => {}
+            Catchup::Changes(batch) => infallible(self.copy.commit(batch)),
+            Catchup::Reload(entries) => {
+                let mut batch = StoreBatch::default();
+                // Everything the copy held goes first, so keys removed meanwhile go too.
+                infallible(self.copy.scan_prefix(&[], &mut |key, _| batch.remove(key)));
+                for (key, value) in entries {
+                    batch.insert(&key, value);
+                }
+                infallible(self.copy.commit(batch));
+            }
+        }
+    }
+
+    fn reopen<H: hasher::DigestCodec>(&self) -> Result<DbTree<H>, DbTreeError> {
+        // Everything is in memory already: no node cache on top of it.
+        let cache = NodeCache {
+            top_levels: 0,
+            band_chunks: 0,
+        };
+        PersistentTree::open_store_existing(
+            AnyStore::Memory(self.copy.clone()),
+            tree_core::RehashConfig::default(),
+            cache,
+        )
     }
 }
 
@@ -459,9 +606,10 @@ mod tests {
             let tree = DbTree::<K>::open_existing(&DbConfig::new(dir.path())).unwrap();
             assert_eq!((tree.store().engine(), tree.root()), (engine, root));
             drop(tree);
-            let other = match engine {
-                Engine::Sled => Engine::Redb,
-                Engine::Redb => Engine::Sled,
+            let other = if engine == Engine::Sled {
+                Engine::Redb
+            } else {
+                Engine::Sled
             };
             let refused = DbTree::<K>::open(&DbConfig::new(dir.path()).engine(other), depth);
             assert!(matches!(
@@ -472,5 +620,31 @@ mod tests {
         }
         assert_eq!("redb".parse::<Engine>(), Ok(Engine::Redb));
         assert!("rocks".parse::<Engine>().is_err());
+    }
+
+    /// A `postgres://` URL is PostgreSQL's, whatever else is asked; a tree there is found by
+    /// name; asking for PostgreSQL with a directory is a typed error.
+    #[test]
+    fn a_postgres_url_opens_the_named_tree() {
+        let cluster = pg_harness::PgCluster::start().unwrap();
+        let url = cluster.url();
+        assert_eq!(detect(Path::new(&url)), Some(Engine::Postgres));
+        let depth = Depth::new(6).unwrap();
+        let mut tree = DbTree::<K>::open(&DbConfig::new(&url).tree("x"), depth).unwrap();
+        tree.set(3, [3; 32]).unwrap();
+        let root = tree.root();
+        drop(tree);
+        let tree = DbTree::<K>::open_existing(&DbConfig::new(&url).tree("x")).unwrap();
+        assert_eq!((tree.store().engine(), tree.root()), (Engine::Postgres, root));
+        drop(tree);
+        assert!(matches!(
+            DbTree::<K>::open(&DbConfig::new(&url).tree("x").engine(Engine::Sled), depth),
+            Err(PersistentTreeError::Store(EngineError::Mismatch { .. }))
+        ));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            DbTree::<K>::open(&DbConfig::new(dir.path()).engine(Engine::Postgres), depth),
+            Err(PersistentTreeError::Store(EngineError::NotAUrl(_)))
+        ));
     }
 }

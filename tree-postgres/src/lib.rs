@@ -41,11 +41,13 @@
 
 mod config;
 mod error;
+mod replica;
 mod schema;
 mod store;
 
 pub use config::{LockWait, PgConfig, Role};
 pub use error::PgError;
+pub use replica::{Catchup, Observed, PgReplica};
 pub use schema::{NOTIFY_CHANNEL, SCHEMA_VERSION};
 pub use store::{redact_url, PgStore};
 

@@ -29,17 +29,17 @@ const LOCK_POLL: Duration = Duration::from_millis(100);
 /// A tree in a PostgreSQL database, behind [`KvStore`].
 #[derive(Debug)]
 pub struct PgStore {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     heartbeat: Option<Heartbeat>,
 }
 
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     /// Drives the connection; `None` only while dropping.
     runtime: Option<tokio::runtime::Runtime>,
     pg: tokio_postgres::Config,
     config: PgConfig,
-    tree_id: i32,
+    pub(crate) tree_id: i32,
     /// The writer's term (0 for a reader).
     term: i64,
     /// The commit count the stored tree is at, as this writer last left it.
@@ -50,14 +50,13 @@ struct Inner {
 }
 
 /// One connection and its prepared statements.
-struct Session {
-    client: Client,
+pub(crate) struct Session {
+    pub(crate) client: Client,
     get: Statement,
     scan_range: Statement,
     scan_from: Statement,
     any: Statement,
     upsert: Statement,
-    delete: Statement,
     advance: Statement,
     state: Statement,
 }
@@ -210,7 +209,6 @@ impl Inner {
             scan_from: prepare(schema::SCAN_FROM)?,
             any: prepare(schema::ANY)?,
             upsert: prepare(schema::UPSERT)?,
-            delete: prepare(schema::DELETE)?,
             advance: prepare(schema::ADVANCE)?,
             state: prepare(schema::STATE)?,
             client,
@@ -250,7 +248,7 @@ impl Inner {
 
     /// Runs `op` on the session, reconnecting and retrying while the failure is a lost
     /// connection and the reconnect window lasts.
-    fn call<R>(
+    pub(crate) fn call<R>(
         &self,
         mut op: impl FnMut(&mut Session) -> Result<R, tokio_postgres::Error>,
     ) -> Result<R, PgError> {
@@ -306,16 +304,7 @@ impl Inner {
         for (key, value) in batch.into_ops() {
             last.insert(key, value);
         }
-        let (mut keys, mut values, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
-        for (key, value) in last {
-            match value {
-                Some(value) => {
-                    keys.push(key);
-                    values.push(value);
-                }
-                None => deleted.push(key),
-            }
-        }
+        let (keys, values): (Vec<Vec<u8>>, Vec<Option<Vec<u8>>>) = last.into_iter().unzip();
         let expected = self.commits.load(Ordering::Acquire);
         let (id, term, tree) = (self.tree_id, self.term, self.config.tree.as_str());
         let mut attempts = 0u32;
@@ -327,11 +316,14 @@ impl Inner {
                     tx.rollback().await?;
                     return Ok(false);
                 }
+                let written = expected + 1;
                 if !keys.is_empty() {
-                    tx.execute(&s.upsert, &[&id, &keys, &values]).await?;
+                    tx.execute(&s.upsert, &[&id, &keys, &values, &written])
+                        .await?;
                 }
-                if !deleted.is_empty() {
-                    tx.execute(&s.delete, &[&id, &deleted]).await?;
+                if written % schema::PURGE_EVERY == 0 && written > schema::TOMBSTONE_COMMITS {
+                    let below = written - schema::TOMBSTONE_COMMITS;
+                    tx.execute(schema::PURGE, &[&id, &below]).await?;
                 }
                 tx.execute("SELECT pg_notify($1, $2)", &[&NOTIFY_CHANNEL, &tree])
                     .await?;
@@ -630,15 +622,14 @@ impl OpenStore for PgStore {
         }
     }
 
-    /// The bytes the tree's rows hold (keys and values, as Postgres stores them).
+    /// The bytes of the table that holds every tree of the database (with its indexes): one
+    /// catalog lookup, cheap enough for every `/metrics` scrape.
     fn size_on_disk(&self) -> Result<u64, PgError> {
-        let id = self.inner.tree_id;
         self.inner.call(|s| {
-            let bytes: i64 = block_on(s.client.query_one(
-                "SELECT coalesce(sum(pg_column_size(key) + pg_column_size(value)), 0)::bigint \
-                 FROM canopy_entries WHERE tree = $1",
-                &[&id],
-            ))?
+            let bytes: i64 = block_on(
+                s.client
+                    .query_one("SELECT pg_total_relation_size('canopy_entries')", &[]),
+            )?
             .get(0);
             Ok(u64::try_from(bytes).unwrap_or(0))
         })

@@ -52,11 +52,7 @@ impl<H: DigestCodec, S: OpenStore> PersistentTree<H, S> {
             return Err(PersistentTreeError::NotATree);
         }
         let store = S::open(config)?;
-        let depth = match store.get(DEPTH_KEY).map_err(PersistentTreeError::Store)? {
-            Some(bytes) => layout::decode_depth(&bytes)?,
-            None => return Err(PersistentTreeError::NotATree),
-        };
-        Self::open_store(store, depth, RehashConfig::default(), S::node_cache(config))
+        Self::open_store_existing(store, RehashConfig::default(), S::node_cache(config))
     }
 
     /// Bytes the database takes on disk.
@@ -72,6 +68,24 @@ impl<H: DigestCodec, S: OpenStore> PersistentTree<H, S> {
 }
 
 impl<H: DigestCodec, S: KvStore> PersistentTree<H, S> {
+    /// Opens the tree a store already holds, with the depth stored in its header (a copy of
+    /// another tree's entries, a database a tool did not create).
+    ///
+    /// # Errors
+    /// [`PersistentTreeError::NotATree`] when the store holds no tree, and as
+    /// [`open_store`](Self::open_store).
+    pub fn open_store_existing(
+        store: S,
+        rehash: RehashConfig,
+        cache: NodeCache,
+    ) -> Result<Self, StoreTreeError<S>> {
+        let depth = match store.get(DEPTH_KEY).map_err(PersistentTreeError::Store)? {
+            Some(bytes) => layout::decode_depth(&bytes)?,
+            None => return Err(PersistentTreeError::NotATree),
+        };
+        Self::open_store(store, depth, rehash, cache)
+    }
+
     /// Opens a tree over any store: initialises an empty store in one batch, or checks the
     /// stored header (format version, depth, hasher, digest length) and loads the root and
     /// counters. `cache` says which nodes stay in memory once read.
