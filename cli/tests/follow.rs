@@ -282,3 +282,185 @@ async fn follow_survives_kill_9_and_serves_the_contracts_tree() {
     server.0.kill().unwrap();
     server.0.wait().unwrap();
 }
+
+/// More than one machine, on one PostgreSQL database: a leader and a standby `follow` the
+/// membership contract (deployed as WakuRlnV2 is, behind its proxy) into one tree, two
+/// `serve --replica` read it. The leader is killed with SIGKILL mid-stream: the standby takes
+/// over from the stored block. Whenever a replica reports a block, its root and proofs are the
+/// contract's at that block; at the end both replicas serve the contract's root at the head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_standby_and_replicas_on_postgres_serve_the_contracts_tree() {
+    let cluster = pg_harness::PgCluster::start().unwrap();
+    let pg = cluster.url();
+    let chain = Arc::new(LocalChain::start().await.unwrap());
+    let contract = chain.deploy_membership_proxy(true).await.unwrap();
+    chain.set_automine(false).await.unwrap();
+    let (url, contract_s) = (chain.url().to_string(), contract.to_string());
+    let client = ChainClient::new(chain.url().clone(), contract, RetryConfig::default()).unwrap();
+    let mut workload = Workload::new(5);
+    let mut sent = Sent::default();
+    for _ in 0..5 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let follow = |name: &str, standby: bool| {
+        let mut args = vec![
+            "follow",
+            "--rpc",
+            &url,
+            "--contract",
+            &contract_s,
+            "--db",
+            &pg,
+            "--tree",
+            "waku",
+        ];
+        if standby {
+            args.push("--standby");
+        }
+        common::KillOnDrop(
+            Command::new(env!("CARGO_BIN_EXE_canopy"))
+                .args(&args)
+                .env("RUST_LOG", "warn")
+                .env("CANOPY_POSTGRES__LEASE_MS", "1000")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.path().join(format!("{name}.log"))).unwrap())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let mut leader = follow("leader", false);
+    // The replicas need the tree to exist: wait for the leader's first commit.
+    let head = chain.block_number().await.unwrap();
+    wait_for_block(&pg, head).await;
+    let mut standby = follow("standby", true);
+    let replicas: Vec<_> = (0..2)
+        .map(|i| {
+            common::spawn_server(
+                &[
+                    "serve",
+                    "--replica",
+                    "--db",
+                    &pg,
+                    "--tree",
+                    "waku",
+                    "--listen",
+                    "127.0.0.1:0",
+                ],
+                &[],
+                &dir.path().join(format!("replica{i}.log")),
+            )
+        })
+        .collect();
+    let mut checked = 0u64;
+    for round in 0..12 {
+        workload.block(&chain, contract, &mut sent).await.unwrap();
+        if round == 5 {
+            leader.0.kill().unwrap(); // SIGKILL: the standby takes the tree over
+            leader.0.wait().unwrap();
+        }
+        for (_, port) in &replicas {
+            checked += check_replica(*port, &client).await;
+        }
+    }
+    assert!(checked >= 12, "the replicas answered {checked} checks");
+    let head = chain.block_number().await.unwrap();
+    let want = hex(&client.root(BlockId::Number(head.into())).await.unwrap());
+    for (_, port) in &replicas {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let port = *port;
+            let (_, health) =
+                tokio::task::spawn_blocking(move || common::get_json(port, "/health"))
+                    .await
+                    .unwrap();
+            if health["last_block"] == head {
+                let (_, root) =
+                    tokio::task::spawn_blocking(move || common::get_json(port, "/root"))
+                        .await
+                        .unwrap();
+                assert_eq!(root["root"], want);
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "replica at {health}, head {head}: {}",
+                std::fs::read_to_string(dir.path().join("standby.log")).unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    assert!(
+        standby.0.try_wait().unwrap().is_none(),
+        "the standby, now leader, exited"
+    );
+    standby.0.kill().unwrap();
+    integration_tests::report::record(
+        "chain",
+        "postgres_deployment",
+        &[("root_checks", checked), ("mismatches", 0)],
+        &[],
+    );
+}
+
+/// Waits until the PostgreSQL tree `waku` holds `block`.
+async fn wait_for_block(pg: &str, block: u64) {
+    let config = DbConfig::new(pg)
+        .tree("waku")
+        .postgres(tree_engines::PostgresOptions {
+            tree: "waku".into(),
+            role: tree_postgres::Role::Reader,
+            ..tree_engines::PostgresOptions::default()
+        });
+    for _ in 0..600 {
+        let config = config.clone();
+        let at = tokio::task::spawn_blocking(move || {
+            DbTree::<hasher::PoseidonHasher>::open_existing(&config)
+                .ok()
+                .and_then(|t| BlockMeta::decode(&t.metadata().ok()?).ok().flatten())
+                .map(|m| m.number)
+        })
+        .await
+        .unwrap();
+        if at.is_some_and(|at| at >= block) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the leader never committed block {block}");
+}
+
+/// The replica's root and a proof, against the contract's at the block the replica reports;
+/// returns the number of checks made (0 while it has no block).
+async fn check_replica(port: u16, client: &ChainClient) -> u64 {
+    let (health, root, proof) = tokio::task::spawn_blocking(move || {
+        // One state for all three: read the block before and after, retry if it moved.
+        loop {
+            let (_, before) = common::get_json(port, "/health");
+            let (_, root) = common::get_json(port, "/root");
+            let (_, proof) = common::get_json(port, "/proof/1");
+            let (_, after) = common::get_json(port, "/health");
+            if before["last_block"] == after["last_block"] {
+                return (after, root, proof);
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let Some(block) = health["last_block"].as_u64() else {
+        return 0;
+    };
+    let at = BlockId::Number(block.into());
+    let theirs = client.root(at).await.unwrap();
+    assert_eq!(root["root"], hex(&theirs), "replica root at block {block}");
+    if let Some(path) = proof["path_elements"].as_array() {
+        let theirs = client.merkle_proof(1, at).await.unwrap();
+        let theirs: Vec<String> = theirs.iter().map(|w| format!("{:#066x}", w)).collect();
+        let ours: Vec<String> = path
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(ours, theirs, "replica proof of member 1 at block {block}");
+    }
+    1
+}

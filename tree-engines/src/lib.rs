@@ -635,7 +635,10 @@ mod tests {
         let root = tree.root();
         drop(tree);
         let tree = DbTree::<K>::open_existing(&DbConfig::new(&url).tree("x")).unwrap();
-        assert_eq!((tree.store().engine(), tree.root()), (Engine::Postgres, root));
+        assert_eq!(
+            (tree.store().engine(), tree.root()),
+            (Engine::Postgres, root)
+        );
         drop(tree);
         assert!(matches!(
             DbTree::<K>::open(&DbConfig::new(&url).tree("x").engine(Engine::Sled), depth),
