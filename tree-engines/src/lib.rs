@@ -48,6 +48,7 @@
 
 use std::path::{Path, PathBuf};
 
+use tree_core::MerkleTree as _;
 use tree_core::persistent::{
     Durability, KvStore, MemStore, NodeCache, OpenStore, PersistentTree, PersistentTreeError,
     SharedTree, StoreBatch,
@@ -466,6 +467,7 @@ fn infallible<T>(result: Result<T, std::convert::Infallible>) -> T {
 pub struct DbReplica {
     pg: PgReplica,
     copy: MemStore,
+    cache: NodeCache,
 }
 
 /// Where a replica stands after a catch-up.
@@ -498,6 +500,7 @@ impl DbReplica {
         let mut replica = Self {
             pg,
             copy: MemStore::new(),
+            cache: AnyStore::node_cache(config),
         };
         replica.observe()?;
         let tree = replica.reopen()?;
@@ -572,16 +575,18 @@ impl DbReplica {
     }
 
     fn reopen<H: hasher::DigestCodec>(&self) -> Result<DbTree<H>, DbTreeError> {
-        // Everything is in memory already: no node cache on top of it.
-        let cache = NodeCache {
-            top_levels: 0,
-            band_chunks: 0,
-        };
-        PersistentTree::open_store_existing(
+        // The copy holds encoded chunks; the tree's node cache keeps the top bands decoded,
+        // as on every store. It is loaded here, by one proof, so the first reader after a
+        // catch-up does not pay for it.
+        let tree = PersistentTree::open_store_existing(
             AnyStore::Memory(self.copy.clone()),
             tree_core::RehashConfig::default(),
-            cache,
-        )
+            self.cache,
+        )?;
+        if tree.next_index() > 0 {
+            tree.proof(tree.next_index() - 1)?;
+        }
+        Ok(tree)
     }
 }
 
