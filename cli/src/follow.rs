@@ -22,16 +22,13 @@ use crate::{CliError, Output};
 /// deadline) until caught up.
 ///
 /// # Errors
-/// Missing or bad settings, a database of another chain, contract or depth, a deep reorg, bad
-/// chain data; with `once`, [`CliError::Deadline`] and [`CliError::Interrupted`] when it
-/// stopped before the target.
-pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliError> {
-    // With a server, /metrics exports the follower's metrics (recorded through the facade).
-    let metrics = config
-        .listen
-        .map(|_| crate::telemetry::init_metrics())
-        .transpose()
-        .map_err(CliError::Usage)?;
+/// The providers' URLs and the contract's address from `config`, checked.
+///
+/// # Errors
+/// [`CliError::Config`] when one is missing or does not parse.
+pub fn chain_settings(
+    config: &CanopyConfig,
+) -> Result<(Vec<url::Url>, alloy::primitives::Address), CliError> {
     let missing = |key: &str, flag: &str| {
         CliError::Config(format!(
             "`{key}` is not set: pass {flag}, set CANOPY_{} or `{key}` in the config file",
@@ -53,9 +50,23 @@ pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliE
                 .map_err(|e| CliError::Config(format!("rpc {rpc:?}: {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let contract: alloy::primitives::Address = contract
+    let contract = contract
         .parse()
         .map_err(|e| CliError::Config(format!("contract {contract:?}: {e}")))?;
+    Ok((urls, contract))
+}
+
+/// Missing or bad settings, a database of another chain, contract or depth, a deep reorg, bad
+/// chain data; with `once`, [`CliError::Deadline`] and [`CliError::Interrupted`] when it
+/// stopped before the target.
+pub fn run(config: &CanopyConfig, once: Option<Duration>) -> Result<Output, CliError> {
+    // With a server, /metrics exports the follower's metrics (recorded through the facade).
+    let metrics = config
+        .listen
+        .map(|_| crate::telemetry::init_metrics())
+        .transpose()
+        .map_err(CliError::Usage)?;
+    let (urls, contract) = chain_settings(config)?;
     let follower_config = config.follower.clone();
     let depth = Depth::new(follower_config.profile.depth)
         .map_err(|e| CliError::Config(format!("follower.profile.depth: {e}")))?;

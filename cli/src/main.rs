@@ -159,6 +159,14 @@ enum Command {
         /// and follows what its writer commits; `/health` reports the lag.
         #[arg(long)]
         replica: bool,
+        /// With `--replica`: JSON-RPC URL of the node (repeat it for several providers); the
+        /// Ethereum JSON-RPC endpoint at `POST /` answers the contract's views from the replica
+        /// and forwards the rest here.
+        #[arg(long)]
+        rpc: Vec<String>,
+        /// With `--replica` and `--rpc`: address of the membership contract.
+        #[arg(long)]
+        contract: Option<String>,
         /// A TOML config file (see `canopy config --print-default`).
         #[arg(long)]
         config: Option<PathBuf>,
@@ -474,10 +482,17 @@ fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, config::LogConfig), CliE
             },
         ),
         Command::Serve {
-            db, listen, config, ..
+            db,
+            listen,
+            config,
+            rpc,
+            contract,
+            ..
         } => (
             config,
             FlagLayer {
+                rpc: rpc.clone(),
+                contract: contract.clone(),
                 db: db.clone(),
                 tree: cli.tree.clone(),
                 listen: *listen,

@@ -109,17 +109,37 @@ fn run_replica(config: &CanopyConfig) -> Result<Output, CliError> {
         "replica loaded the tree"
     );
     let shared: ServedTree = Arc::new(SharedDbTree::new(tree));
+    // With `--rpc`, the Ethereum JSON-RPC endpoint at `POST /`, as `follow --serve` has it:
+    // the contract's views from the replica's tree, everything else forwarded to the node.
+    let jsonrpc = if config.rpc.is_empty() {
+        None
+    } else {
+        let (urls, contract) = crate::follow::chain_settings(config)?;
+        let client = follower::ChainClient::with_providers(
+            urls,
+            contract,
+            config.follower.retry,
+            config.quorum,
+        )
+        .map_err(CliError::from)?;
+        Some((client, Arc::new(eth_endpoint::HeadView::default())))
+    };
     let status = Arc::new(SyncStatus::replica());
     status.caught_up(u64::try_from(replica.commits()).unwrap_or(0), None);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let poll = Duration::from_millis(config.postgres.replica_poll_ms.max(1));
     let catching_up = {
         let (shared, status, stop) = (shared.clone(), status.clone(), stop.clone());
+        let head = jsonrpc.as_ref().map(|(_, head)| head.clone());
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Acquire) {
                 match replica.catch_up(&shared) {
                     Ok(lag) => {
                         let fresh = (lag.caught_up > 0).then_some(lag.last_commit_age);
+                        if let (Some(head), true) = (&head, lag.caught_up > 0) {
+                            // `latest` calls waiting for the tree to reach the head look again.
+                            head.tree_moved();
+                        }
                         status.caught_up(u64::try_from(lag.commits).unwrap_or(0), fresh);
                         #[allow(clippy::cast_precision_loss)]
                         metrics::gauge!(crate::telemetry::REPLICA_COMMITS).set(lag.commits as f64);
@@ -137,9 +157,22 @@ fn run_replica(config: &CanopyConfig) -> Result<Output, CliError> {
         })
     };
     let metrics = crate::telemetry::init_metrics().map_err(CliError::Usage)?;
-    let app = AppState::new(shared, status, config.server.clone(), Some(metrics));
+    let mut app = AppState::new(shared.clone(), status, config.server.clone(), Some(metrics));
+    if let Some((client, head)) = &jsonrpc {
+        let endpoint = eth_endpoint::Endpoint::new(
+            shared,
+            Some(client.clone()),
+            head.clone(),
+            config.jsonrpc.clone(),
+        );
+        app = app.with_jsonrpc(endpoint);
+    }
     let server_config = config.server.clone();
+    let head_poll = Duration::from_millis(config.jsonrpc.head_poll_ms.max(1));
     let served = runtime.block_on(async move {
+        if let Some((client, head)) = jsonrpc {
+            tokio::spawn(eth_endpoint::watch_head(client, head, head_poll));
+        }
         let shutdown = Shutdown::install(Duration::from_millis(server_config.shutdown_timeout_ms))
             .map_err(|e| CliError::Usage(format!("signal handlers: {e}")))?;
         serve(bound, app, shutdown).await

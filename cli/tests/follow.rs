@@ -2,7 +2,7 @@
 //! caught up with `--once`, killed with SIGKILL at random moments while the chain advances and
 //! restarted, and serving proofs with `--serve`; the contract's `root()` and `getMerkleProof`
 //! are the oracle.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
@@ -346,6 +346,10 @@ async fn leader_standby_and_replicas_on_postgres_serve_the_contracts_tree() {
                     "waku",
                     "--listen",
                     "127.0.0.1:0",
+                    "--rpc",
+                    &url,
+                    "--contract",
+                    &contract_s,
                 ],
                 &[],
                 &dir.path().join(format!("replica{i}.log")),
@@ -380,6 +384,7 @@ async fn leader_standby_and_replicas_on_postgres_serve_the_contracts_tree() {
                         .await
                         .unwrap();
                 assert_eq!(root["root"], want);
+                checked += check_eth_calls(port, &url, &contract_s, head).await;
                 break;
             }
             assert!(
@@ -401,6 +406,40 @@ async fn leader_standby_and_replicas_on_postgres_serve_the_contracts_tree() {
         &[("root_checks", checked), ("mismatches", 0)],
         &[],
     );
+}
+
+/// The contract's views by `eth_call` at `block` (by number and as `latest`), through the
+/// replica's JSON-RPC endpoint and straight to the node: the same answers.
+async fn check_eth_calls(port: u16, node: &str, contract: &str, block: u64) -> u64 {
+    use alloy::sol_types::SolCall;
+    use follower::profile::IMembershipSet as C;
+    let node_port = url::Url::parse(node).unwrap().port().unwrap();
+    let calls = [
+        C::rootCall {}.abi_encode(),
+        C::nextFreeIndexCall {}.abi_encode(),
+        C::getMerkleProofCall {
+            index: alloy::primitives::Uint::from(1u64),
+        }
+        .abi_encode(),
+        C::getRecentRootsCall {}.abi_encode(),
+    ];
+    let mut checks = 0;
+    for data in calls {
+        for tag in [
+            serde_json::json!(format!("{block:#x}")),
+            serde_json::json!("latest"),
+        ] {
+            let body = serde_json::json!({
+                "jsonrpc": "2.0", "id": 1, "method": "eth_call",
+                "params": [{"to": contract, "data": common::hex(&data)}, tag],
+            });
+            let ours = common::ask(port, body.clone()).await;
+            let theirs = common::ask(node_port, body).await;
+            assert_eq!(ours, theirs, "eth_call through the replica at {tag}");
+            checks += 1;
+        }
+    }
+    checks
 }
 
 /// Waits until the PostgreSQL tree `waku` holds `block`.

@@ -48,11 +48,11 @@
 
 use std::path::{Path, PathBuf};
 
-use tree_core::MerkleTree as _;
 use tree_core::persistent::{
     Durability, KvStore, MemStore, NodeCache, OpenStore, PersistentTree, PersistentTreeError,
     SharedTree, StoreBatch,
 };
+use tree_core::MerkleTree as _;
 use tree_postgres::{Catchup, LockWait, PgConfig, PgError, PgReplica, PgStore, Role};
 use tree_redb::{RedbConfig, RedbStore};
 use tree_sled::{SledConfig, SledStore};
@@ -362,6 +362,15 @@ impl KvStore for AnyStore {
             Self::Redb(s) => Ok(s.get(key)?),
             Self::Postgres(s) => Ok(s.get(key)?),
             Self::Memory(s) => s.get(key).map_err(|never| match never {}),
+        }
+    }
+
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, EngineError> {
+        match self {
+            Self::Sled(s) => Ok(s.get_many(keys)?),
+            Self::Redb(s) => Ok(s.get_many(keys)?),
+            Self::Postgres(s) => Ok(s.get_many(keys)?),
+            Self::Memory(s) => s.get_many(keys).map_err(|never| match never {}),
         }
     }
 

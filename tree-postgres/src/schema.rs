@@ -46,6 +46,8 @@ CREATE INDEX canopy_entries_written ON canopy_entries (tree, written);
 
 pub(crate) const GET: &str =
     "SELECT value FROM canopy_entries WHERE tree = $1 AND key = $2 AND value IS NOT NULL";
+pub(crate) const GET_MANY: &str = "SELECT key, value FROM canopy_entries \
+     WHERE tree = $1 AND key = ANY ($2) AND value IS NOT NULL";
 pub(crate) const SCAN_RANGE: &str = "SELECT key, value FROM canopy_entries \
      WHERE tree = $1 AND key >= $2 AND key < $3 AND value IS NOT NULL ORDER BY key";
 pub(crate) const SCAN_FROM: &str = "SELECT key, value FROM canopy_entries \

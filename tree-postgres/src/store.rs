@@ -53,6 +53,7 @@ pub(crate) struct Inner {
 pub(crate) struct Session {
     pub(crate) client: Client,
     get: Statement,
+    get_many: Statement,
     scan_range: Statement,
     scan_from: Statement,
     any: Statement,
@@ -205,6 +206,7 @@ impl Inner {
         let prepare = |sql: &str| block_on(client.prepare(sql));
         Ok(Session {
             get: prepare(schema::GET)?,
+            get_many: prepare(schema::GET_MANY)?,
             scan_range: prepare(schema::SCAN_RANGE)?,
             scan_from: prepare(schema::SCAN_FROM)?,
             any: prepare(schema::ANY)?,
@@ -568,6 +570,19 @@ impl KvStore for PgStore {
             Ok(block_on(s.client.query_opt(&s.get, &[&id, &key]))?
                 .map(|row| row.get::<_, Vec<u8>>(0)))
         })
+    }
+
+    /// One round trip for all of `keys`.
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, PgError> {
+        let id = self.inner.tree_id;
+        let rows = self
+            .inner
+            .call(|s| block_on(s.client.query(&s.get_many, &[&id, &keys])))?;
+        let mut found: std::collections::HashMap<Vec<u8>, Vec<u8>> = rows
+            .into_iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        Ok(keys.iter().map(|key| found.remove(key)).collect())
     }
 
     fn commit(&self, batch: StoreBatch) -> Result<(), PgError> {

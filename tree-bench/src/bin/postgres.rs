@@ -170,19 +170,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         build(&DbConfig::new(dir.path().join("big-redb")).engine(Engine::Redb))?;
     let (sled_build, sled_tree) =
         build(&DbConfig::new(dir.path().join("big-sled")).engine(Engine::Sled))?;
+    // The same engine on a store in memory: the hashing and staging floor, no I/O at all.
+    let (memory_build, memory_tree) = build(&DbConfig::default().engine(Engine::Memory))?;
     assert_eq!(pg_tree.root(), redb_tree.root());
     assert_eq!(pg_tree.root(), sled_tree.root());
+    assert_eq!(pg_tree.root(), memory_tree.root());
     println!("\n| tree of {big} leaves | Postgres | redb | sled | target |");
     println!("|---|---|---|---|---|");
     println!(
-        "| build, blocks of 65,536 leaves | {} | {} | {} | ≤ 10 s on Postgres |",
+        "| build, blocks of 65,536 leaves (the same engine on a store in memory: {}) | {} | {} | {} | ≤ 10 s on Postgres |",
+        fmt_duration(memory_build),
         fmt_duration(pg_build),
         fmt_duration(redb_build),
         fmt_duration(sled_build)
     );
-    drop(sled_tree);
+    drop((sled_tree, memory_tree));
     let started = Instant::now();
-    let (mut replica, replica_tree) = DbReplica::open::<PoseidonHasher>(&big_pg)?;
+    let (replica, replica_tree) = DbReplica::open::<PoseidonHasher>(&big_pg)?;
     let replica_start = started.elapsed();
     assert_eq!(replica_tree.root(), pg_tree.root());
     println!(
@@ -217,8 +221,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Replica lag: the writer commits a block every 20 ms; the replica polls every 20 ms (the
     // default); lag = when the replica serves the commit − when the writer's commit returned.
+    drop((replica, replica_tree, pg_tree));
+    let lag_pg = pg(&url, "lag");
+    let mut writer = Ours::open(&lag_pg, depth)?;
+    writer.set_range(0, leaves(0, 10_000))?;
+    let (mut replica, replica_tree) = DbReplica::open::<PoseidonHasher>(&lag_pg)?;
     let shared = Arc::new(SharedDbTree::new(replica_tree));
-    let mut writer = pg_tree;
     let blocks = if quick { 50 } else { 200 };
     let commits_at: Arc<parking_lot::Mutex<Vec<(i64, Instant)>>> = Arc::default();
     let seen_at: Arc<parking_lot::Mutex<Vec<(i64, Instant)>>> = Arc::default();
@@ -266,7 +274,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         fmt_duration(percentile(&mut lags, 0.5)),
         fmt_duration(percentile(&mut lags, 0.99))
     );
-    drop(replica);
+    drop((replica, writer));
 
     // Reads/s: one replica copy read by one thread, then two copies read by a thread each.
     let window = Duration::from_secs(if quick { 1 } else { 3 });
@@ -299,7 +307,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         two / one
     );
-    drop(writer);
 
     // Take-over: a writer process applies blocks; a standby waits on the lock; kill -9 the
     // writer; time to the standby's first commit.

@@ -63,6 +63,17 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         cache_from: u8,
         batch: &mut StoreBatch,
     ) -> Result<Chunks<H>, StoreTreeError<S>> {
+        // Every stored chunk this change touches, read in one go before they are merged.
+        let mut chunks = Vec::new();
+        for (level, (indices, _)) in (0u8..).zip(nodes) {
+            let at = |index| self.shape.of(NodeAddr { level, index }).0;
+            chunks.extend(
+                indices
+                    .chunk_by(|&a, &b| at(a) == at(b))
+                    .map(|run| at(run[0])),
+            );
+        }
+        reader.prefetch(&chunks)?;
         // A chunk spans the levels of its band: gather every level's writes into it first.
         let mut touched: Touched<H> = BTreeMap::new();
         for (level, (indices, values)) in (0u8..).zip(nodes) {
@@ -112,12 +123,18 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
             .map(|(key, _)| key.clone())
             .filter(|key| key != NEXT_INDEX_KEY && key != METADATA_KEY)
             .collect();
-        for key in keys {
-            let record = undo_key(id, &key);
-            if self.get(&record)?.is_none() {
-                let old = self.get(&key)?;
-                batch.insert(&record, encode_undo(old.as_deref()));
-            }
+        // Two reads for the whole batch, not two per key: which keys the frame already holds,
+        // then the values of the others.
+        let records: Vec<Vec<u8>> = keys.iter().map(|key| undo_key(id, key)).collect();
+        let held = self.get_many(&records)?;
+        let (records, keys): (Vec<_>, Vec<_>) = records
+            .into_iter()
+            .zip(keys)
+            .zip(held)
+            .filter_map(|(pair, held)| held.is_none().then_some(pair))
+            .unzip();
+        for (record, old) in records.iter().zip(self.get_many(&keys)?) {
+            batch.insert(record, encode_undo(old.as_deref()));
         }
         Ok(())
     }

@@ -78,6 +78,15 @@ pub trait KvStore {
     /// A read failure.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, Self::Error>;
 
+    /// The values at `keys`, in order: what staging one commit reads. Engines whose every read
+    /// is a round trip (PostgreSQL) answer it in one; the default reads key by key.
+    ///
+    /// # Errors
+    /// A read failure.
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, Self::Error> {
+        keys.iter().map(|key| self.get(key)).collect()
+    }
+
     /// Applies every operation of `batch` or none of them, durable per the store's policy.
     ///
     /// # Errors

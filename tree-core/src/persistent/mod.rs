@@ -135,6 +135,15 @@ impl<H: DigestCodec, S: KvStore> KvTreeStore<H, S> {
         self.live()?.get(key).map_err(PersistentTreeError::Store)
     }
 
+    fn get_many(&self, keys: &[Vec<u8>]) -> Result<Vec<Option<Vec<u8>>>, StoreTreeError<S>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.live()?
+            .get_many(keys)
+            .map_err(PersistentTreeError::Store)
+    }
+
     /// Every entry under `prefix`, in key order, as stored.
     fn scan_raw(
         &self,

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use hasher::{Digest, DigestCodec};
 use rustc_hash::FxHashMap;
 
-use super::layout::ChunkAddr;
+use super::layout::{chunk_key, decode_chunk, ChunkAddr};
 use super::{KvStore, KvTreeStore, StoreTreeError};
 use crate::engine::NodeRead;
 use crate::NodeAddr;
@@ -24,6 +24,32 @@ impl<'a, H: DigestCodec, S: KvStore> KvReader<'a, H, S> {
             store,
             loaded: RefCell::new(FxHashMap::default()),
         }
+    }
+
+    /// Loads the stored chunks among `chunks` that are neither loaded nor in a cached band,
+    /// with one read of the store ([`KvStore::get_many`]).
+    pub(super) fn prefetch(&self, chunks: &[ChunkAddr]) -> Result<(), StoreTreeError<S>> {
+        let mut wanted: Vec<ChunkAddr> = {
+            let loaded = self.loaded.borrow();
+            chunks
+                .iter()
+                .copied()
+                .filter(|c| c.level < self.store.cache_from && !loaded.contains_key(c))
+                .collect()
+        };
+        wanted.sort_unstable();
+        wanted.dedup();
+        let keys: Vec<Vec<u8>> = wanted.iter().map(|&c| chunk_key(c).to_vec()).collect();
+        let values = self.store.get_many(&keys)?;
+        let mut loaded = self.loaded.borrow_mut();
+        for ((chunk, key), bytes) in wanted.into_iter().zip(&keys).zip(values) {
+            let decoded = match bytes {
+                None => self.store.empty_chunk(chunk),
+                Some(bytes) => decode_chunk::<H>(self.store.shape, key, &bytes)?,
+            };
+            loaded.insert(chunk, decoded);
+        }
+        Ok(())
     }
 
     /// The chunk as it was before this apply.
