@@ -55,8 +55,15 @@ pub struct PostgresConfig {
     pub lease_ms: u64,
     /// How long a lost connection is retried (ms) before the command fails.
     pub reconnect_ms: u64,
-    /// How often a replica (`serve --replica`) looks for new commits (ms).
+    /// A replica (`serve --replica`) listens for the writer's commit notifications (LISTEN on
+    /// the primary) and looks for new commits as each lands.
+    pub listen: bool,
+    /// How often a replica looks for new commits (ms) while notifications do not reach it: not
+    /// listening, not yet connected, or on a hot standby (which refuses LISTEN).
     pub replica_poll_ms: u64,
+    /// How often a listening replica looks anyway (ms): a safety net for a notification lost
+    /// with a connection.
+    pub replica_listen_poll_ms: u64,
 }
 
 impl Default for PostgresConfig {
@@ -66,7 +73,9 @@ impl Default for PostgresConfig {
             standby: false,
             lease_ms: pg.lease_ms,
             reconnect_ms: pg.reconnect_ms,
+            listen: pg.listen,
             replica_poll_ms: 20,
+            replica_listen_poll_ms: 1000,
         }
     }
 }
@@ -85,6 +94,7 @@ impl CanopyConfig {
             },
             lease_ms: pg.lease_ms,
             reconnect_ms: pg.reconnect_ms,
+            listen: pg.listen,
             ..tree_engines::PostgresOptions::default()
         })
     }

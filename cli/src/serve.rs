@@ -125,34 +125,55 @@ fn run_replica(config: &CanopyConfig) -> Result<Output, CliError> {
         Some((client, Arc::new(eth_endpoint::HeadView::default())))
     };
     let status = Arc::new(SyncStatus::replica());
-    status.caught_up(u64::try_from(replica.commits()).unwrap_or(0), None);
+    status.caught_up(
+        u64::try_from(replica.commits()).unwrap_or(0),
+        replica.is_listening(),
+        None,
+    );
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let poll = Duration::from_millis(config.postgres.replica_poll_ms.max(1));
+    let pg = &config.postgres;
+    let (poll, listening_poll) = (
+        Duration::from_millis(pg.replica_poll_ms.max(1)),
+        Duration::from_millis(pg.replica_listen_poll_ms.max(1)),
+    );
     let catching_up = {
         let (shared, status, stop) = (shared.clone(), status.clone(), stop.clone());
         let head = jsonrpc.as_ref().map(|(_, head)| head.clone());
         std::thread::spawn(move || {
+            let mut refusal = None;
             while !stop.load(std::sync::atomic::Ordering::Acquire) {
+                let refused = replica.listen_refusal();
+                if refused.is_some() && refused != refusal {
+                    tracing::warn!(
+                        reason = refused.as_deref().unwrap_or_default(),
+                        "the server sends no commit notifications (a hot standby?): polling"
+                    );
+                }
+                refusal = refused;
+                let served = shared.read(last_block).unwrap_or(0);
                 match replica.catch_up(&shared) {
                     Ok(lag) => {
-                        let fresh = (lag.caught_up > 0).then_some(lag.last_commit_age);
-                        if let (Some(head), true) = (&head, lag.caught_up > 0) {
-                            // `latest` calls waiting for the tree to reach the head look again.
-                            head.tree_moved();
-                        }
-                        status.caught_up(u64::try_from(lag.commits).unwrap_or(0), fresh);
-                        #[allow(clippy::cast_precision_loss)]
-                        metrics::gauge!(crate::telemetry::REPLICA_COMMITS).set(lag.commits as f64);
-                        if let Some(seconds) = fresh {
-                            metrics::gauge!(crate::telemetry::REPLICA_LAG_SECONDS).set(seconds);
-                        }
+                        let block = shared.read(last_block).unwrap_or(0);
+                        let found = (lag.caught_up > 0).then(|| crate::status::ReplicaCatchUp {
+                            seconds: lag.last_commit_age,
+                            blocks: block.saturating_sub(served),
+                        });
+                        let seen = (lag.commits, block, found);
+                        replica_seen(&status, &replica, seen, head.as_deref());
                     }
                     Err(e) => {
                         tracing::warn!("replica catch-up: {e}");
                         status.failed(&e.to_string());
                     }
                 }
-                std::thread::sleep(poll);
+                // A commit's notification ends the wait at once; without notifications (a hot
+                // standby, a lost connection) the replica polls.
+                let wait = if replica.is_listening() {
+                    listening_poll
+                } else {
+                    poll
+                };
+                replica.wait_for_commit(wait);
             }
         })
     };
@@ -184,6 +205,41 @@ fn run_replica(config: &CanopyConfig) -> Result<Output, CliError> {
         text: "stopped".into(),
         json: json!({"stopped": true}),
     })
+}
+
+/// Reports a replica's successful look at the database: `/health`, `/metrics`, and `latest`
+/// calls waiting for the tree (`head`, with `--rpc`), which also gives the chain's head.
+fn replica_seen(
+    status: &SyncStatus,
+    replica: &tree_engines::DbReplica,
+    (commits, block, found): (i64, u64, Option<crate::status::ReplicaCatchUp>),
+    head: Option<&eth_endpoint::HeadView>,
+) {
+    use crate::telemetry::{
+        REPLICA_BLOCKS_BEHIND_HEAD, REPLICA_COMMITS, REPLICA_LAG_BLOCKS, REPLICA_LAG_SECONDS,
+        REPLICA_LISTENING,
+    };
+    let listening = replica.is_listening();
+    status.caught_up(u64::try_from(commits).unwrap_or(0), listening, found);
+    #[allow(clippy::cast_precision_loss)]
+    {
+        metrics::gauge!(REPLICA_COMMITS).set(commits as f64);
+        metrics::gauge!(REPLICA_LISTENING).set(f64::from(u8::from(listening)));
+        if let Some(found) = found {
+            metrics::gauge!(REPLICA_LAG_SECONDS).set(found.seconds);
+            metrics::gauge!(REPLICA_LAG_BLOCKS).set(found.blocks as f64);
+        }
+    }
+    let Some(head) = head else { return };
+    if found.is_some() {
+        // `latest` calls waiting for the tree to reach the head look again.
+        head.tree_moved();
+    }
+    if let Some((number, _)) = head.fresh(Duration::from_secs(60)) {
+        status.head_seen(number);
+        #[allow(clippy::cast_precision_loss)]
+        metrics::gauge!(REPLICA_BLOCKS_BEHIND_HEAD).set(number.saturating_sub(block) as f64);
+    }
 }
 
 /// The tokio runtime of `serve` and `follow`.

@@ -28,6 +28,19 @@ pub struct SyncStatus {
     /// Seconds (f64 bits) from the primary's commit to the replica serving it, at the last
     /// catch-up that found a new commit.
     replica_lag_bits: AtomicU64,
+    /// Blocks the replica was behind its writer when it found its last new commit.
+    replica_lag_blocks: AtomicU64,
+    /// The writer's commit notifications reach the replica (else it polls).
+    replica_listening: AtomicBool,
+}
+
+/// What a replica's last catch-up that found new commits brought.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplicaCatchUp {
+    /// Seconds from the primary's commit to the replica serving it.
+    pub seconds: f64,
+    /// Blocks the replica was behind: the block it serves now minus the one it served.
+    pub blocks: u64,
 }
 
 /// The answer of `/health`: a JSON body (`status`: `synced`, `syncing`, `stalled` (the last step
@@ -67,17 +80,25 @@ impl SyncStatus {
         }
     }
 
-    /// Records a catch-up of a replica: the commit it now serves and, when it found new
-    /// commits, how long after the primary's commit it serves them.
-    pub fn caught_up(&self, commits: u64, lag_seconds: Option<f64>) {
+    /// Records a catch-up of a replica: the commit it now serves, whether notifications reach
+    /// it, and, when it found new commits, how far behind it was.
+    pub fn caught_up(&self, commits: u64, listening: bool, found: Option<ReplicaCatchUp>) {
         self.replica_commits.store(commits, Ordering::Relaxed);
-        if let Some(lag) = lag_seconds {
+        self.replica_listening.store(listening, Ordering::Relaxed);
+        if let Some(found) = found {
             self.replica_lag_bits
-                .store(lag.to_bits(), Ordering::Relaxed);
+                .store(found.seconds.to_bits(), Ordering::Relaxed);
+            self.replica_lag_blocks
+                .store(found.blocks, Ordering::Relaxed);
         }
         self.stepped.store(true, Ordering::Release);
         self.failing.store(false, Ordering::Release);
         *self.last_error.lock() = None;
+    }
+
+    /// Records the chain's head as a replica given `--rpc` sees it.
+    pub fn head_seen(&self, head: u64) {
+        self.head.store(head, Ordering::Relaxed);
     }
 
     /// The replica's last measured lag, in seconds.
@@ -119,6 +140,8 @@ impl SyncStatus {
             } else {
                 "replica"
             };
+            // Known only to a replica that watches the chain (`--rpc`).
+            let head = Some(self.head.load(Ordering::Relaxed)).filter(|&h| h > 0);
             return Health {
                 ok: status == "replica",
                 body: json!({
@@ -126,7 +149,11 @@ impl SyncStatus {
                     "next_index": members,
                     "last_block": last_block,
                     "commits": self.replica_commits.load(Ordering::Relaxed),
+                    "listening": self.replica_listening.load(Ordering::Relaxed),
                     "lag_seconds": self.replica_lag_seconds(),
+                    "lag_blocks": self.replica_lag_blocks.load(Ordering::Relaxed),
+                    "head_block": head,
+                    "blocks_behind_head": head.map(|h| h.saturating_sub(last_block.unwrap_or(0))),
                     "last_error": *self.last_error.lock(),
                 }),
             };

@@ -15,6 +15,14 @@ pub const DB_SIZE_BYTES: &str = "canopy_db_size_bytes";
 pub const REPLICA_COMMITS: &str = "canopy_replica_commits";
 /// Name of a replica's lag gauge: seconds from the primary's commit to the replica serving it.
 pub const REPLICA_LAG_SECONDS: &str = "canopy_replica_lag_seconds";
+/// Name of a replica's lag gauge in blocks: how far behind the writer it was when it found its
+/// last new commit.
+pub const REPLICA_LAG_BLOCKS: &str = "canopy_replica_lag_blocks";
+/// Name of a replica's gauge of blocks between the chain's head and the block it serves
+/// (replicas given `--rpc`).
+pub const REPLICA_BLOCKS_BEHIND_HEAD: &str = "canopy_replica_blocks_behind_head";
+/// Name of a replica's gauge: 1 while the writer's commit notifications reach it, 0 polling.
+pub const REPLICA_LISTENING: &str = "canopy_replica_listening";
 
 /// Installs the log subscriber on stderr; `color` decides ANSI escapes in text lines (never in
 /// JSON ones).
@@ -67,6 +75,18 @@ pub fn init_metrics() -> Result<PrometheusHandle, String> {
         REPLICA_LAG_SECONDS,
         metrics::Unit::Seconds,
         "Seconds from the primary's commit to a read replica serving it (last new commit)"
+    );
+    metrics::describe_gauge!(
+        REPLICA_LAG_BLOCKS,
+        "Blocks a read replica was behind its writer when it found its last new commit"
+    );
+    metrics::describe_gauge!(
+        REPLICA_BLOCKS_BEHIND_HEAD,
+        "Blocks between the chain's head and the block a read replica serves"
+    );
+    metrics::describe_gauge!(
+        REPLICA_LISTENING,
+        "1 while a read replica receives its writer's commit notifications, 0 while it polls"
     );
     metrics::describe_gauge!(DB_SIZE_BYTES, "Bytes of the database directory on disk");
     Ok(handle)

@@ -261,7 +261,9 @@ fn init_apply_root_proof_rewind_export_import_check_on_postgres() {
 
 /// `serve --replica` on another tree's writer: two replicas load a PostgreSQL tree, follow
 /// what `apply` commits to it block by block, and answer the writer's root and proofs once
-/// their `/health` shows the commit; a writer held by another is refused.
+/// their `/health` shows the commit; a writer held by another is refused. The replicas poll
+/// only once a minute: each block reaches them within the test's 10 s through the writer's
+/// commit notification.
 #[test]
 fn replicas_serve_what_the_writer_commits() {
     let cluster = pg_harness::PgCluster::start().unwrap();
@@ -270,6 +272,11 @@ fn replicas_serve_what_the_writer_commits() {
     ok_json(&["init", "--db", &url, "--tree", "m", "--depth", "12"]);
     let (text, blocks) = events(12, 4);
     let lines: Vec<&str> = text.lines().collect();
+    let config = dir.path().join("replica.toml");
+    write(
+        &config,
+        "[postgres]\nreplica_poll_ms = 60000\nreplica_listen_poll_ms = 60000\n",
+    );
     let replicas: Vec<_> = (0..2)
         .map(|i| {
             common::spawn_server(
@@ -282,6 +289,8 @@ fn replicas_serve_what_the_writer_commits() {
                     "m",
                     "--listen",
                     "127.0.0.1:0",
+                    "--config",
+                    config.to_str().unwrap(),
                 ],
                 &[],
                 &dir.path().join(format!("replica{i}.log")),
@@ -303,6 +312,10 @@ fn replicas_serve_what_the_writer_commits() {
                 assert_eq!(status, 200, "{health}");
                 assert_eq!(health["status"], "replica");
                 if health["last_block"] == (k + 1) as u64 {
+                    // One block per commit: the look that found it was one block behind.
+                    assert_eq!(health["lag_blocks"], 1, "{health}");
+                    assert_eq!(health["listening"], true, "{health}");
+                    assert!(health["lag_seconds"].as_f64().unwrap() < 10.0, "{health}");
                     break;
                 }
                 assert!(
@@ -323,6 +336,8 @@ fn replicas_serve_what_the_writer_commits() {
     }
     let (_, metrics) = common::http(replicas[0].1, "GET", "/metrics", None);
     assert!(metrics.contains("canopy_replica_commits"), "{metrics}");
+    assert!(metrics.contains("canopy_replica_listening 1"), "{metrics}");
+    assert!(metrics.contains("canopy_replica_lag_blocks 1"), "{metrics}");
     // A replica of a tree that does not exist is refused at start.
     let out = canopy(&[
         "serve",

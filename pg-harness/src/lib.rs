@@ -187,6 +187,62 @@ impl PgCluster {
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     }
 
+    /// A hot standby of this cluster (a new cluster streaming its WAL: `pg_basebackup -R`),
+    /// started on a free port. It answers reads, refuses writes and LISTEN, and follows the
+    /// primary's commits a moment later: where a replica must poll.
+    ///
+    /// # Errors
+    /// `pg_basebackup` or `pg_ctl` failed.
+    pub fn hot_standby(&self) -> Result<Self, HarnessError> {
+        let root = tempfile::Builder::new()
+            .prefix("canopy-pg-standby-")
+            .tempdir()
+            .map_err(|source| HarnessError::Io {
+                what: "temporary directory",
+                source,
+            })?;
+        // pg_basebackup makes the data directory itself (with the mode the server requires),
+        // inside a directory the server's user owns.
+        let parent = root.path().join("standby");
+        std::fs::create_dir(&parent).map_err(|source| HarnessError::Io {
+            what: "standby directory",
+            source,
+        })?;
+        if let Some(user) = &self.run_as {
+            set_mode(root.path(), 0o755)?;
+            run(Command::new("chown").arg(user).arg(&parent))?;
+        }
+        let mut standby = Self {
+            bin: self.bin.clone(),
+            run_as: self.run_as.clone(),
+            port: 0,
+            data: parent.join("data"),
+            sync: self.sync,
+            root,
+        };
+        standby.run_pg(
+            "pg_basebackup",
+            &[
+                "-D",
+                &standby.data_str(),
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+                "--no-sync",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                USER,
+            ],
+        )?;
+        standby.start_on_free_port()?;
+        Ok(standby)
+    }
+
     fn data_str(&self) -> String {
         self.data.display().to_string()
     }

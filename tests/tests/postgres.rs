@@ -634,3 +634,140 @@ fn a_replica_resumes_after_a_postgres_crash() {
         &[],
     );
 }
+
+/// Polls `done` every 10 ms for up to `limit`; whether it came true.
+fn until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A listening replica is woken by its own tree's commits (LISTEN/NOTIFY), not by another
+/// tree's, and listens again after a Postgres crash; one told not to listen is never woken.
+/// Every wait below is a minute long: only a notification ends it within the test's time.
+#[test]
+fn a_listening_replica_wakes_on_its_own_trees_commits() {
+    use tree_engines::{DbConfig, DbReplica, SharedDbTree};
+
+    let cluster = PgCluster::start().unwrap();
+    let ours = fresh_tree(&cluster, "listened");
+    let other = fresh_tree(&cluster, "neighbour");
+    let depth = Depth::new(DEPTH).unwrap();
+    let (mut tree, mut neighbour) = (open(&ours, depth), open(&other, depth));
+    let seed = 43;
+    tree.apply(batch(seed, 1, 0)).unwrap();
+    let db = DbConfig::new(cluster.url()).tree(ours.tree.clone());
+    let (mut replica, served) = DbReplica::open::<MixHasher>(&db).unwrap();
+    let served = SharedDbTree::new(served);
+    let minute = Duration::from_secs(60);
+    assert!(until(Duration::from_secs(10), || replica.is_listening()));
+    // The listener's own wake on connecting (commits may have landed before it listened).
+    replica.wait_for_commit(Duration::ZERO);
+
+    neighbour.apply(batch(seed + 1, 1, 0)).unwrap();
+    assert!(
+        !replica.wait_for_commit(Duration::from_millis(500)),
+        "woken by another tree's commit"
+    );
+    let mut k = 1;
+    let mut commit_and_catch_up = |tree: &mut Tree, replica: &mut DbReplica| {
+        k += 1;
+        tree.apply(batch(seed, k, tree.next_index())).unwrap();
+        assert!(replica.wait_for_commit(minute), "not woken by commit {k}");
+        let lag = replica.catch_up(&served).unwrap();
+        assert_eq!(lag.commits, tree.store().commits());
+        assert!(lag.caught_up >= 1, "{lag:?}");
+        served.read(|t| {
+            assert_eq!(t.root(), tree.root());
+            assert_eq!(t.root(), model_after(seed, k).root());
+        });
+    };
+    for _ in 0..3 {
+        commit_and_catch_up(&mut tree, &mut replica);
+    }
+    // A crash of Postgres ends the listening session; the listener reconnects by itself.
+    cluster.stop_immediate().unwrap();
+    assert!(until(Duration::from_secs(10), || !replica.is_listening()));
+    cluster.start_again().unwrap();
+    assert!(until(Duration::from_secs(30), || replica.is_listening()));
+    replica.wait_for_commit(Duration::ZERO);
+    commit_and_catch_up(&mut tree, &mut replica);
+
+    // Told not to listen: never listening, never woken.
+    let mut quiet = db.clone();
+    quiet.postgres.listen = false;
+    let (deaf, _) = DbReplica::open::<MixHasher>(&quiet).unwrap();
+    tree.apply(batch(seed, 99, tree.next_index())).unwrap();
+    assert!(!deaf.wait_for_commit(Duration::from_millis(300)));
+    assert!(!deaf.is_listening());
+    report::record(
+        "postgres_failover",
+        "listen",
+        &[("notified_catch_ups", 4), ("restarts", 1)],
+        &[],
+    );
+}
+
+/// A replica reading a hot standby (streaming the primary's WAL): the standby refuses LISTEN,
+/// so the replica polls, and after every commit on the primary it catches up to exactly the
+/// writer's tree once the standby has replayed it.
+#[test]
+fn a_replica_of_a_hot_standby_polls_and_serves_the_primarys_tree() {
+    use tree_engines::{DbConfig, DbReplica, SharedDbTree};
+
+    let primary = PgCluster::start().unwrap();
+    let config = fresh_tree(&primary, "on-standby");
+    let mut tree = open(&config, Depth::new(DEPTH).unwrap());
+    let seed = 47;
+    tree.apply(batch(seed, 1, 0)).unwrap();
+    let standby = primary.hot_standby().unwrap();
+    let db = DbConfig::new(standby.url()).tree(config.tree.clone());
+    // The standby has the tree once it has replayed the primary's WAL up to its first commit.
+    let mut opened = None;
+    assert!(until(Duration::from_secs(30), || {
+        opened = DbReplica::open::<MixHasher>(&db).ok();
+        opened.is_some()
+    }));
+    let Some((mut replica, served)) = opened else {
+        unreachable!("opened above")
+    };
+    let served = SharedDbTree::new(served);
+    assert!(
+        until(Duration::from_secs(10), || replica
+            .listen_refusal()
+            .is_some()),
+        "the standby did not refuse LISTEN"
+    );
+    assert!(!replica.is_listening());
+    for k in 2..=6 {
+        tree.apply(batch(seed, k, tree.next_index())).unwrap();
+        let commits = tree.store().commits();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        // What `serve --replica` does without notifications: look every 20 ms.
+        while replica.catch_up(&served).unwrap().commits != commits {
+            assert!(
+                Instant::now() < deadline,
+                "the standby never showed commit {commits}"
+            );
+            replica.wait_for_commit(Duration::from_millis(20));
+        }
+        served.read(|t| {
+            assert_eq!(t.root(), tree.root());
+            assert_eq!(t.root(), model_after(seed, k).root());
+            assert_eq!(t.proof(5).unwrap(), tree.proof(5).unwrap());
+        });
+    }
+    report::record(
+        "postgres_failover",
+        "hot_standby",
+        &[("standby_catch_ups", 5)],
+        &[],
+    );
+}

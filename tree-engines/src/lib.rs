@@ -47,13 +47,16 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tree_core::persistent::{
     Durability, KvStore, MemStore, NodeCache, OpenStore, PersistentTree, PersistentTreeError,
     SharedTree, StoreBatch,
 };
 use tree_core::MerkleTree as _;
-use tree_postgres::{Catchup, LockWait, PgConfig, PgError, PgReplica, PgStore, Role};
+use tree_postgres::{
+    Catchup, CommitListener, LockWait, PgConfig, PgError, PgReplica, PgStore, Role,
+};
 use tree_redb::{RedbConfig, RedbStore};
 use tree_sled::{SledConfig, SledStore};
 
@@ -146,6 +149,9 @@ pub struct PostgresOptions {
     pub lease_ms: u64,
     /// How long a lost connection is retried, in milliseconds.
     pub reconnect_ms: u64,
+    /// Whether a replica listens for the writer's commit notifications ([`CommitListener`]);
+    /// without them it only polls.
+    pub listen: bool,
 }
 
 impl Default for PostgresOptions {
@@ -157,6 +163,7 @@ impl Default for PostgresOptions {
             lock_wait: pg.lock_wait,
             lease_ms: pg.lease_ms,
             reconnect_ms: pg.reconnect_ms,
+            listen: true,
         }
     }
 }
@@ -268,9 +275,12 @@ impl DbConfig {
         config
     }
 
-    fn pg(&self, url: &str) -> PgConfig {
+    /// The Postgres store's configuration: the path must be a `postgres://` URL.
+    fn pg(&self) -> Result<PgConfig, EngineError> {
+        let path = self.path.as_deref().unwrap_or(Path::new(""));
+        let url = postgres_url(path).ok_or_else(|| EngineError::NotAUrl(path.to_path_buf()))?;
         let o = &self.postgres;
-        PgConfig {
+        Ok(PgConfig {
             url: url.to_owned(),
             tree: o.tree.clone(),
             role: o.role,
@@ -279,7 +289,7 @@ impl DbConfig {
             reconnect_ms: o.reconnect_ms,
             cached_levels: self.cached_levels,
             cached_band_chunks: self.cached_band_chunks,
-        }
+        })
     }
 
     fn redb(&self) -> RedbConfig {
@@ -428,11 +438,8 @@ impl OpenStore for AnyStore {
                 .map_err(|e| e.map_store(EngineError::Redb)),
             Engine::Memory => Ok(Self::Memory(MemStore::new())),
             Engine::Postgres => {
-                let path = config.path.as_deref().unwrap_or(Path::new(""));
-                let url = postgres_url(path).ok_or_else(|| {
-                    PersistentTreeError::Store(EngineError::NotAUrl(path.to_path_buf()))
-                })?;
-                PgStore::open(&config.pg(url))
+                let pg = config.pg().map_err(PersistentTreeError::Store)?;
+                PgStore::open(&pg)
                     .map(Self::Postgres)
                     .map_err(|e| PersistentTreeError::Store(EngineError::Postgres(e)))
             }
@@ -475,6 +482,8 @@ fn infallible<T>(result: Result<T, std::convert::Infallible>) -> T {
 #[derive(Debug)]
 pub struct DbReplica {
     pg: PgReplica,
+    /// Wakes [`wait_for_commit`](Self::wait_for_commit) when the writer commits.
+    listener: Option<CommitListener>,
     copy: MemStore,
     cache: NodeCache,
 }
@@ -499,15 +508,22 @@ impl DbReplica {
     pub fn open<H: hasher::DigestCodec>(
         config: &DbConfig,
     ) -> Result<(Self, DbTree<H>), DbTreeError> {
-        let path = config.path.as_deref().unwrap_or(Path::new(""));
-        let url = postgres_url(path)
-            .ok_or_else(|| PersistentTreeError::Store(EngineError::NotAUrl(path.to_path_buf())))?;
-        let mut pg_config = config.pg(url);
-        pg_config.role = Role::Reader;
-        let pg = PgReplica::connect(&pg_config)
-            .map_err(|e| PersistentTreeError::Store(EngineError::Postgres(e)))?;
+        let pg_config = config
+            .pg()
+            .map_err(PersistentTreeError::Store)?
+            .role(Role::Reader);
+        let postgres = |e| PersistentTreeError::Store(EngineError::Postgres(e));
+        let pg = PgReplica::connect(&pg_config).map_err(postgres)?;
+        // The listener connects in the background; once LISTEN holds it wakes the replica
+        // once, so no commit between the first look and the LISTEN is missed.
+        let listener = if config.postgres.listen {
+            Some(CommitListener::start(&pg_config).map_err(postgres)?)
+        } else {
+            None
+        };
         let mut replica = Self {
             pg,
+            listener,
             copy: MemStore::new(),
             cache: AnyStore::node_cache(config),
         };
@@ -520,6 +536,36 @@ impl DbReplica {
     #[must_use]
     pub fn commits(&self) -> i64 {
         self.pg.commits()
+    }
+
+    /// True while the writer's commit notifications reach this replica: then
+    /// [`wait_for_commit`](Self::wait_for_commit) returns as a commit lands, and a slow poll
+    /// is only a safety net. False without a listener, before it connects, after a lost
+    /// connection and on a server that refuses LISTEN (a hot standby): poll.
+    #[must_use]
+    pub fn is_listening(&self) -> bool {
+        self.listener
+            .as_ref()
+            .is_some_and(CommitListener::is_listening)
+    }
+
+    /// Why the server refused to send commit notifications, if it did (a hot standby): the
+    /// replica then polls.
+    #[must_use]
+    pub fn listen_refusal(&self) -> Option<String> {
+        self.listener.as_ref().and_then(CommitListener::refusal)
+    }
+
+    /// Waits until the writer commits (as notified) or `timeout` passes; true when notified.
+    /// Without a listener it sleeps `timeout`.
+    pub fn wait_for_commit(&self, timeout: Duration) -> bool {
+        match &self.listener {
+            Some(listener) => listener.wait(timeout),
+            None => {
+                std::thread::sleep(timeout);
+                false
+            }
+        }
     }
 
     /// Brings `shared` to the tree's last commit, if it moved: one read of the rows written

@@ -26,6 +26,10 @@
 //! whose connection broke after COMMIT was sent is recognised by the commit count, so it is
 //! neither lost nor applied twice.
 //!
+//! **Replicas.** A [`PgReplica`] copies the tree at one commit, then reads only the rows written
+//! since. Every commit notifies [`NOTIFY_CHANNEL`] with the tree's name; a [`CommitListener`]
+//! wakes the replica on it, and where LISTEN is refused (a hot standby) the replica polls.
+//!
 //! ```no_run
 //! use hasher::{Fr, PoseidonHasher};
 //! use tree_core::{Depth, History, MerkleTree, UpdateBatch};
@@ -41,12 +45,14 @@
 
 mod config;
 mod error;
+mod listen;
 mod replica;
 mod schema;
 mod store;
 
 pub use config::{LockWait, PgConfig, Role};
 pub use error::PgError;
+pub use listen::CommitListener;
 pub use replica::{Catchup, Observed, PgReplica};
 pub use schema::{NOTIFY_CHANNEL, SCHEMA_VERSION};
 pub use store::{redact_url, PgStore};

@@ -26,6 +26,32 @@ use crate::PgError;
 /// How often a waiting standby asks for the tree's lock.
 const LOCK_POLL: Duration = Duration::from_millis(100);
 
+/// The waits between attempts to reach a lost server: 20 ms, doubling to 1 s, until a deadline.
+pub(crate) struct Backoff {
+    deadline: Instant,
+    delay: Duration,
+}
+
+impl Backoff {
+    /// Attempts until `deadline`.
+    pub(crate) fn until(deadline: Instant) -> Self {
+        Self {
+            deadline,
+            delay: Duration::from_millis(20),
+        }
+    }
+
+    /// Sleeps before the next attempt, or says to give up (false) once the deadline passed.
+    pub(crate) fn wait(&mut self) -> bool {
+        if Instant::now() >= self.deadline {
+            return false;
+        }
+        std::thread::sleep(self.delay);
+        self.delay = (self.delay * 2).min(Duration::from_secs(1));
+        true
+    }
+}
+
 /// A tree in a PostgreSQL database, behind [`KvStore`].
 #[derive(Debug)]
 pub struct PgStore {
@@ -222,11 +248,7 @@ impl Inner {
     fn reconnect(&self) -> Result<Session, PgError> {
         let client = self.connect()?;
         if self.config.role == Role::Writer {
-            let locked: bool = block_on(client.query_one(
-                "SELECT pg_try_advisory_lock($1, $2)",
-                &[&LOCK_CLASS, &self.tree_id],
-            ))?
-            .get(0);
+            let locked = try_lock(&client, self.tree_id)?;
             let term: i64 = block_on(client.query_one(
                 "SELECT term FROM canopy_trees WHERE id = $1",
                 &[&self.tree_id],
@@ -255,8 +277,7 @@ impl Inner {
         mut op: impl FnMut(&mut Session) -> Result<R, tokio_postgres::Error>,
     ) -> Result<R, PgError> {
         let mut guard = self.session.lock();
-        let deadline = Instant::now() + self.config.reconnect_duration();
-        let mut delay = Duration::from_millis(20);
+        let mut backoff = Backoff::until(Instant::now() + self.config.reconnect_duration());
         loop {
             if self.fenced.load(Ordering::Acquire) {
                 return Err(self.fenced_error(self.term + 1));
@@ -264,11 +285,7 @@ impl Inner {
             if guard.is_none() {
                 match self.reconnect() {
                     Ok(session) => *guard = Some(session),
-                    Err(error) if error.is_transient() && Instant::now() < deadline => {
-                        std::thread::sleep(delay);
-                        delay = (delay * 2).min(Duration::from_secs(1));
-                        continue;
-                    }
+                    Err(error) if error.is_transient() && backoff.wait() => continue,
                     Err(error) => return Err(error),
                 }
             }
@@ -282,11 +299,9 @@ impl Inner {
                 Ok(value) => return Ok(value),
                 Err(error) if lost || error.is_transient() => {
                     *guard = None;
-                    if Instant::now() >= deadline {
+                    if !backoff.wait() {
                         return Err(error);
                     }
-                    std::thread::sleep(delay);
-                    delay = (delay * 2).min(Duration::from_secs(1));
                 }
                 Err(error) => return Err(error),
             }
@@ -407,13 +422,10 @@ fn retry_until<T>(
     deadline: Instant,
     mut connect: impl FnMut() -> Result<T, PgError>,
 ) -> Result<T, PgError> {
-    let mut delay = Duration::from_millis(20);
+    let mut backoff = Backoff::until(deadline);
     loop {
         match connect() {
-            Err(error) if error.is_transient() && Instant::now() < deadline => {
-                std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_secs(1));
-            }
+            Err(error) if error.is_transient() && backoff.wait() => {}
             other => return other,
         }
     }
@@ -489,12 +501,7 @@ fn find_tree(client: &Client, tree: &str) -> Result<i32, PgError> {
 /// Takes the tree's advisory lock, or waits for it (a standby), or fails.
 fn take_lock(client: &Client, tree_id: i32, config: &PgConfig) -> Result<(), PgError> {
     loop {
-        let locked: bool = block_on(client.query_one(
-            "SELECT pg_try_advisory_lock($1, $2)",
-            &[&LOCK_CLASS, &tree_id],
-        ))?
-        .get(0);
-        if locked {
+        if try_lock(client, tree_id)? {
             return Ok(());
         }
         match config.lock_wait {
@@ -506,6 +513,15 @@ fn take_lock(client: &Client, tree_id: i32, config: &PgConfig) -> Result<(), PgE
             LockWait::Wait => std::thread::sleep(LOCK_POLL),
         }
     }
+}
+
+/// One attempt at the tree's advisory lock (held by the session until it ends).
+fn try_lock(client: &Client, tree_id: i32) -> Result<bool, PgError> {
+    let row = block_on(client.query_one(
+        "SELECT pg_try_advisory_lock($1, $2)",
+        &[&LOCK_CLASS, &tree_id],
+    ))?;
+    Ok(row.get(0))
 }
 
 fn check_tree_name(tree: &str) -> Result<(), PgError> {

@@ -60,6 +60,79 @@ fn child_writer(url: &str) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 #[allow(clippy::too_many_lines)]
+/// A writer commits `blocks` blocks 20 ms apart while a replica follows, woken by notifications
+/// (`listen`) or polling every 20 ms: each block's lag, from the writer's commit returning to
+/// the replica serving it, and how many blocks were measured.
+fn replica_lag(
+    url: &str,
+    depth: Depth,
+    blocks: u64,
+    listen: bool,
+) -> Result<(Vec<Duration>, usize), Box<dyn std::error::Error>> {
+    let name = if listen { "lag-listen" } else { "lag-poll" };
+    let mut config = pg(url, name);
+    config.postgres.listen = listen;
+    let mut writer = Ours::open(&config, depth)?;
+    writer.set_range(0, leaves(0, 10_000))?;
+    let (mut replica, replica_tree) = DbReplica::open::<PoseidonHasher>(&config)?;
+    if listen {
+        // Measured once the listener is in force (it connects in the background).
+        let started = Instant::now();
+        while !replica.is_listening() && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let shared = Arc::new(SharedDbTree::new(replica_tree));
+    let commits_at: Arc<parking_lot::Mutex<Vec<(i64, Instant)>>> = Arc::default();
+    let seen_at: Arc<parking_lot::Mutex<Vec<(i64, Instant)>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let follower = {
+        let (shared, seen_at, stop) = (shared.clone(), seen_at.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Acquire) {
+                if let Ok(lag) = replica.catch_up(&shared) {
+                    if lag.caught_up > 0 {
+                        seen_at.lock().push((lag.commits, Instant::now()));
+                    }
+                }
+                // What `serve --replica` waits: a notification, else its poll.
+                let poll = if replica.is_listening() { 1000 } else { 20 };
+                replica.wait_for_commit(Duration::from_millis(poll));
+            }
+            replica
+        })
+    };
+    let first = writer.checkpoints()?.last().map_or(0, |c| c.id) + 1;
+    for k in 0..blocks {
+        let next = writer.next_index();
+        writer.apply_checkpointed(block(next, 10), first + k)?;
+        let commits = match writer.store() {
+            AnyStore::Postgres(store) => store.commits(),
+            _ => return Err("the writer is not on Postgres".into()),
+        };
+        commits_at.lock().push((commits, Instant::now()));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The last commit's notification may need the safety poll if lost: wait past it.
+    std::thread::sleep(Duration::from_millis(1200));
+    stop.store(true, Ordering::Release);
+    let replica = follower
+        .join()
+        .map_err(|_| "the replica's thread panicked")?;
+    drop(replica);
+    let seen = seen_at.lock().clone();
+    let lags: Vec<Duration> = commits_at
+        .lock()
+        .iter()
+        .filter_map(|(c, at)| {
+            let (_, served) = seen.iter().find(|(s, _)| s >= c)?;
+            Some(served.saturating_duration_since(*at))
+        })
+        .collect();
+    let measured = lags.len();
+    Ok((lags, measured))
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Ok(url) = std::env::var("CANOPY_BENCH_PG_CHILD") {
         return child_writer(&url);
@@ -219,62 +292,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     drop(redb_tree);
 
-    // Replica lag: the writer commits a block every 20 ms; the replica polls every 20 ms (the
-    // default); lag = when the replica serves the commit − when the writer's commit returned.
+    // Replica lag, woken by the writer's notifications (as `serve --replica` runs by default)
+    // and polling every 20 ms (a hot standby, or `listen = false`).
     drop((replica, replica_tree, pg_tree));
-    let lag_pg = pg(&url, "lag");
-    let mut writer = Ours::open(&lag_pg, depth)?;
-    writer.set_range(0, leaves(0, 10_000))?;
-    let (mut replica, replica_tree) = DbReplica::open::<PoseidonHasher>(&lag_pg)?;
-    let shared = Arc::new(SharedDbTree::new(replica_tree));
     let blocks = if quick { 50 } else { 200 };
-    let commits_at: Arc<parking_lot::Mutex<Vec<(i64, Instant)>>> = Arc::default();
-    let seen_at: Arc<parking_lot::Mutex<Vec<(i64, Instant)>>> = Arc::default();
-    let stop = Arc::new(AtomicBool::new(false));
-    let poller = {
-        let (shared, seen_at, stop) = (shared.clone(), seen_at.clone(), stop.clone());
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Acquire) {
-                if let Ok(lag) = replica.catch_up(&shared) {
-                    if lag.caught_up > 0 {
-                        seen_at.lock().push((lag.commits, Instant::now()));
-                    }
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            replica
-        })
-    };
-    let first = writer.checkpoints()?.last().map_or(0, |c| c.id) + 1;
-    for k in 0..blocks {
-        let next = writer.next_index();
-        writer.apply_checkpointed(block(next, 10), first + k)?;
-        let commits = match writer.store() {
-            AnyStore::Postgres(store) => store.commits(),
-            _ => return Err("the writer is not on Postgres".into()),
-        };
-        commits_at.lock().push((commits, Instant::now()));
-        std::thread::sleep(Duration::from_millis(20));
+    for listen in [true, false] {
+        let (mut lags, measured) = replica_lag(&url, depth, blocks, listen)?;
+        println!(
+            "| replica lag after a commit ({}), p50 / p99 of {measured} blocks | {} / {} | – | – | p99 ≤ 100 ms |",
+            if listen { "LISTEN/NOTIFY" } else { "polling every 20 ms" },
+            fmt_duration(percentile(&mut lags, 0.5)),
+            fmt_duration(percentile(&mut lags, 0.99))
+        );
     }
-    std::thread::sleep(Duration::from_millis(200));
-    stop.store(true, Ordering::Release);
-    let replica = poller.join().map_err(|_| "the poller panicked")?;
-    let seen = seen_at.lock().clone();
-    let mut lags: Vec<Duration> = commits_at
-        .lock()
-        .iter()
-        .filter_map(|(c, at)| {
-            let (_, served) = seen.iter().find(|(s, _)| s >= c)?;
-            Some(served.saturating_duration_since(*at))
-        })
-        .collect();
-    let measured = lags.len();
-    println!(
-        "| replica lag after a commit (poll 20 ms), p50 / p99 of {measured} blocks | {} / {} | – | – | p99 ≤ 100 ms |",
-        fmt_duration(percentile(&mut lags, 0.5)),
-        fmt_duration(percentile(&mut lags, 0.99))
-    );
-    drop((replica, writer));
 
     // Reads/s: one replica copy read by one thread, then two copies read by a thread each.
     let window = Duration::from_secs(if quick { 1 } else { 3 });
