@@ -19,6 +19,7 @@ FIXTURE="$HERE/fixture.hex"
 field() { sed -n "s/.* $1 \([0-9.]*\).*/\1/p" <<< "$2"; }
 printf "%-8s %-16s %12s %12s %12s %16s %14s\n" threads library prove_ms verify_ms startup_s first_proof_s startup_MiB
 # "canopy-portable": ours with LIBRLN_ARITHMETIC=portable, the path a CPU without IFMA runs.
+# LIBRLN_TABLE_BUDGET_MIB, when set in the environment, caps our tables (zerokit ignores it).
 run() { # library, threads
   local bin=$1 env=()
   [[ $1 == canopy-portable ]] && { bin=canopy; env=(LIBRLN_ARITHMETIC=portable); }
@@ -40,4 +41,4 @@ for threads in 1 2; do
       "$(awk "BEGIN{print ${verify[zerokit]}/${verify[$lib]}}")"
   done
 done
-echo "(N=$N messages each; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); IFMA: $(grep -q avx512ifma /proc/cpuinfo && echo yes || echo no))"
+echo "(N=$N messages each; CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); IFMA: $(grep -q avx512ifma /proc/cpuinfo && echo yes || echo no); table budget: ${LIBRLN_TABLE_BUDGET_MIB:-default} MiB)"

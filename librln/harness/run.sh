@@ -36,13 +36,18 @@ LIBRLN_ARITHMETIC=portable ./harness-canopy-asan prove "$FIXTURE" "proof-portabl
 if LIBRLN_ARITHMETIC=fast ./harness-canopy-asan prove "$FIXTURE" x.bin > /dev/null 2>&1; then
   echo "FAIL: an unknown LIBRLN_ARITHMETIC was accepted" >&2; exit 1
 fi
+# A small table budget (wider windows, other bucket sums): its proofs are checked below too.
+LIBRLN_TABLE_BUDGET_MIB=16 ./harness-canopy-asan prove "$FIXTURE" "proof-budget16.bin" > prove-budget16.txt
+if LIBRLN_TABLE_BUDGET_MIB=lots ./harness-canopy-asan prove "$FIXTURE" x.bin > /dev/null 2>&1; then
+  echo "FAIL: a malformed LIBRLN_TABLE_BUDGET_MIB was accepted" >&2; exit 1
+fi
 if ! diff -u golden-zerokit.txt golden-canopy.txt; then
   echo "FAIL: deterministic outputs differ" >&2; exit 1
 fi
 echo "golden: identical ($(wc -l < golden-canopy.txt) lines)"
 
 for proof in proof-zerokit.bin proof-zerokit.bin.partial proof-canopy.bin proof-canopy.bin.partial \
-    proof-portable.bin proof-portable.bin.partial; do
+    proof-portable.bin proof-portable.bin.partial proof-budget16.bin proof-budget16.bin.partial; do
   for lib in zerokit canopy; do
     ./harness-$lib-asan check "$FIXTURE" "$proof" > "check-$lib-$(basename "$proof").txt"
   done

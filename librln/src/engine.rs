@@ -57,6 +57,9 @@ pub enum EngineError {
     /// `LIBRLN_ARITHMETIC` names no arithmetic this CPU has.
     #[error("LIBRLN_ARITHMETIC={0}: expected auto, portable or ifma (ifma only on a CPU with AVX-512 IFMA)")]
     Arithmetic(String),
+    /// `LIBRLN_TABLE_BUDGET_MIB` is not a whole number of MiB.
+    #[error("LIBRLN_TABLE_BUDGET_MIB={0}: expected a whole number of MiB (the prover tables' memory budget)")]
+    TableBudget(String),
     /// Two shares with the same `x`.
     #[error("Cannot recover secret: division by zero (shares have the same x value)")]
     DivisionByZero,
@@ -189,9 +192,10 @@ impl Rln {
             .inputs()
             .find(|(name, _)| *name == "pathElements")
             .map_or(0, |(_, len)| len);
+        let defaults = ProverConfig::default();
         let config = ProverConfig {
             arithmetic: arithmetic_from_env()?,
-            ..ProverConfig::default()
+            table_budget_bytes: table_budget_from_env()?.unwrap_or(defaults.table_budget_bytes),
         };
         let build = move || {
             RlnCircuit::from_parsed(&zkey, graph, &config)
@@ -357,6 +361,27 @@ fn arithmetic_from_env() -> Result<Arithmetic, EngineError> {
         ));
     }
     Ok(chosen)
+}
+
+/// The environment variable that caps the prover's fixed-base tables, in MiB (default: the
+/// prover's [`ProverConfig::default`] budget). A smaller budget widens the tables' windows: less
+/// memory and a shorter build, slower proofs (docs/librln.md measures each budget).
+pub const TABLE_BUDGET_VAR: &str = "LIBRLN_TABLE_BUDGET_MIB";
+
+fn table_budget_from_env() -> Result<Option<usize>, EngineError> {
+    match std::env::var(TABLE_BUDGET_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(value) if value.is_empty() => Ok(None),
+        Ok(value) => value
+            .parse::<usize>()
+            .ok()
+            .and_then(|mib| mib.checked_mul(1 << 20))
+            .map(Some)
+            .ok_or(EngineError::TableBudget(value)),
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(EngineError::TableBudget("(not UTF-8)".into()))
+        }
+    }
 }
 
 /// The secret on the line through two shares, `ffi_compute_id_secret` (zerokit's
