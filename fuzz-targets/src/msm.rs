@@ -47,8 +47,12 @@ fn scalar(bytes: &[u8]) -> Fr {
 }
 
 /// Checks one MSM on both arithmetics against arkworks.
-fn check<P: SWCurveConfig<ScalarField = Fr>>(bases: &[Affine<P>], scalars: &[Fr], window_bits: u32)
-where
+fn check<P: SWCurveConfig<ScalarField = Fr>>(
+    bases: &[Affine<P>],
+    scalars: &[Fr],
+    window_bits: u32,
+    shift_every: u32,
+) where
     Projective<P>: VariableBaseMSM<MulBase = Affine<P>, ScalarField = Fr>,
     P::BaseField: AffineLanes,
 {
@@ -61,19 +65,26 @@ where
         let config = MsmConfig {
             window_bits,
             arithmetic,
+            shift_every,
         };
         let got = FixedBaseMsm::new(bases, config).and_then(|table| table.msm(scalars));
-        assert_eq!(got.ok(), expected, "{arithmetic:?}, c = {window_bits}");
+        assert_eq!(
+            got.ok(),
+            expected,
+            "{arithmetic:?}, c = {window_bits}, k = {shift_every}"
+        );
     }
 }
 
-/// Runs one input: a header byte (G2 if odd; the window, 2..=9 bits), then per term a pool
-/// index byte and 33 scalar bytes.
+/// Runs one input: a header byte (G2 if odd; the window, 2..=9 bits, from bits 1–3; a shift
+/// kept every 1..=16 windows, from bits 4–7), then per term a pool index byte and 33 scalar
+/// bytes.
 pub fn run(data: &[u8]) {
     let Some((&header, rest)) = data.split_first() else {
         return;
     };
     let window_bits = 2 + u32::from(header >> 1) % 8;
+    let shift_every = 1 + u32::from(header >> 4);
     let (g1_pool, g2_pool) = pools();
     let terms: Vec<(usize, Fr)> = rest
         .chunks(34)
@@ -86,13 +97,13 @@ pub fn run(data: &[u8]) {
             .iter()
             .map(|(i, _)| g1_pool[i % g1_pool.len()])
             .collect();
-        check(&bases, &scalars, window_bits);
+        check(&bases, &scalars, window_bits, shift_every);
     } else {
         let bases: Vec<G2Affine> = terms
             .iter()
             .map(|(i, _)| g2_pool[i % g2_pool.len()])
             .collect();
-        check(&bases, &scalars, window_bits);
+        check(&bases, &scalars, window_bits, shift_every);
     }
 }
 

@@ -9,7 +9,7 @@ use ark_groth16::Proof;
 use std::sync::{Arc, Mutex};
 
 use prover::rln::{RlnCircuit, Zkey};
-use prover::WitnessGraph;
+use prover::{CircomProver, WitnessGraph};
 use prover::{Arithmetic, PartialParts, ProverConfig, ProverError};
 use rln_glue::primitives::IdentitySecret;
 use rln_glue::proving::RlnProver;
@@ -147,6 +147,25 @@ impl PartialWitnessInput {
     }
 }
 
+/// The prover of `zkey`'s circuit with tables fitted to `config` (none for a budget of 0).
+fn prover_for(
+    zkey: &Zkey,
+    graph: &Arc<WitnessGraph>,
+    config: &ProverConfig,
+) -> Result<RlnProver, ProverError> {
+    let prover = CircomProver::with_config(
+        &zkey.pk,
+        &zkey.a,
+        &zkey.b,
+        zkey.num_instance_variables,
+        config,
+    )?;
+    Ok(RlnProver::from_circuit(RlnCircuit {
+        graph: Arc::clone(graph),
+        prover: Arc::new(prover),
+    }))
+}
+
 /// The prover tables: being built on their own thread, or built.
 #[derive(Debug)]
 enum Tables {
@@ -156,7 +175,8 @@ enum Tables {
     Taken,
 }
 
-/// An RLN instance: the circuit's prover tables and its prepared verifying key.
+/// An RLN instance: the circuit's prover (tables built in the background, a prover without
+/// tables meanwhile) and its prepared verifying key.
 ///
 /// The tables (about a second of work per core, ~63 MiB) are built on a thread of their own
 /// from the moment the instance exists: verification needs only the verifying key and is ready
@@ -164,6 +184,8 @@ enum Tables {
 #[derive(Debug)]
 pub struct Rln {
     tables: Mutex<Tables>,
+    /// Proves while the tables are still being built: the key's own points, arkworks' MSMs.
+    without_tables: Arc<RlnProver>,
     verifier: RlnVerifier,
     depth: usize,
 }
@@ -197,9 +219,38 @@ impl Rln {
             arithmetic: arithmetic_from_env()?,
             table_budget_bytes: table_budget_from_env()?.unwrap_or(defaults.table_budget_bytes),
         };
+        // A budget too small for any table is refused now, not at the first proof.
+        CircomProver::table_bytes_for(&zkey.pk, &config).map_err(EngineError::Key)?;
+        let graph = Arc::new(graph);
+        // Milliseconds: a copy of the key's points.
+        let without_tables = Arc::new(
+            prover_for(
+                &zkey,
+                &graph,
+                &ProverConfig {
+                    table_budget_bytes: 0,
+                    ..config
+                },
+            )
+            .map_err(EngineError::Key)?,
+        );
+        if config.table_budget_bytes == 0 {
+            return Ok(Self {
+                tables: Mutex::new(Tables::Ready(Ok(Arc::clone(&without_tables)))),
+                without_tables,
+                verifier,
+                depth,
+            });
+        }
         let build = move || {
-            RlnCircuit::from_parsed(&zkey, graph, &config)
-                .map(RlnProver::from_circuit)
+            // A pool of its own: proofs asked for meanwhile run on the global pool, not queued
+            // behind the table build's tasks there.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(rayon::current_num_threads())
+                .thread_name(|i| format!("librln-tables-{i}"))
+                .build()
+                .map_err(|e| format!("cannot start the table threads: {e}"))?;
+            pool.install(|| prover_for(&zkey, &graph, &config))
                 .map_err(|e| EngineError::Key(e).to_string())
         };
         let tables = match std::thread::Builder::new()
@@ -215,18 +266,28 @@ impl Rln {
         };
         Ok(Self {
             tables: Mutex::new(tables),
+            without_tables,
             verifier,
             depth,
         })
     }
 
-    /// The prover, waiting for its tables if they are still being built.
+    /// The prover with tables once they are built, the one without them until then.
     fn prover(&self) -> Result<Arc<RlnProver>, EngineError> {
+        self.tabled_prover(false)
+    }
+
+    /// The prover with tables; while they are being built, waits for them (`wait`) or returns
+    /// the prover without tables.
+    fn tabled_prover(&self, wait: bool) -> Result<Arc<RlnProver>, EngineError> {
         let mut tables = self
             .tables
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Tables::Building(_) = &*tables {
+        if let Tables::Building(handle) = &*tables {
+            if !wait && !handle.is_finished() {
+                return Ok(Arc::clone(&self.without_tables));
+            }
             if let Tables::Building(handle) = std::mem::replace(&mut *tables, Tables::Taken) {
                 let built = handle
                     .join()
@@ -246,7 +307,7 @@ impl Rln {
     /// # Errors
     /// [`EngineError::Tables`] if building them failed.
     pub fn wait_for_tables(&self) -> Result<(), EngineError> {
-        self.prover().map(drop)
+        self.tabled_prover(true).map(drop)
     }
 
     /// The circuit's Merkle depth.

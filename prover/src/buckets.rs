@@ -157,18 +157,6 @@ impl<F: AffineLanes> LanePoints<F> {
     const STRIDE: usize = 2 * F::WORDS;
     const IDENTITY: u64 = u64::MAX;
 
-    /// The lane form of `points`.
-    pub(crate) fn encode<P: SWCurveConfig<BaseField = F>>(points: &[Affine<P>]) -> Self {
-        let mut lanes = Self {
-            words: vec![0; points.len() * Self::STRIDE],
-            field: PhantomData,
-        };
-        for (slot, point) in points.iter().enumerate() {
-            RoundPoints::<P>::put(&mut lanes, slot, point);
-        }
-        lanes
-    }
-
     /// Heap bytes.
     pub(crate) fn bytes(&self) -> usize {
         self.words.capacity() * size_of::<u64>()

@@ -10,7 +10,7 @@
 //!   circom witness's booleans) is one bucket entry, with no digit work beyond the first window.
 
 use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
-use ark_ec::{AdditiveGroup, CurveGroup};
+use ark_ec::{AdditiveGroup, CurveGroup, VariableBaseMSM};
 use ark_ff::{BigInteger, PrimeField, Zero};
 
 use crate::buckets::{bucket_sums, LanePoints, RoundPoints};
@@ -26,6 +26,10 @@ pub struct MsmConfig {
     pub window_bits: u32,
     /// The bucket additions' field arithmetic.
     pub arithmetic: Arithmetic,
+    /// The table keeps a shift every this many windows (`k ≥ 1`): `k` times less memory, for
+    /// `k` bucket sets to reduce and `c·(k−1)` doublings per MSM. 1 keeps every window's
+    /// shift; the window count keeps only the bases (a Pippenger MSM in batch-affine form).
+    pub shift_every: u32,
 }
 
 impl MsmConfig {
@@ -60,14 +64,25 @@ impl MsmConfig {
         Self {
             window_bits,
             arithmetic,
+            shift_every: 1,
         }
+    }
+
+    /// The number of windows of a full-width scalar under `window_bits` (`c·windows` exceeds
+    /// the scalar's bits, so the top window's signed digit never carries out).
+    #[must_use]
+    pub fn windows(&self, scalar_bits: u32) -> u32 {
+        (scalar_bits + 1).div_ceil(self.window_bits.max(1))
     }
 }
 
-/// A table's shape: whether it holds lane-form points, and how many window shifts per base.
+/// A table's shape: whether it holds lane-form points, how many windows a scalar has, and how
+/// many of their shifts the table keeps per base (one every `every` windows).
 struct Layout {
     lanes: bool,
     windows: usize,
+    every: usize,
+    stored: usize,
 }
 
 /// The window shifts, in the form the bucket additions run in.
@@ -78,6 +93,8 @@ where
 {
     Portable(Vec<Affine<P>>),
     Lanes(LanePoints<P::BaseField>),
+    /// No shifts: the bases themselves, summed by arkworks' Pippenger MSM (with doublings).
+    Bases(Vec<Affine<P>>),
 }
 
 /// Precomputed window shifts of fixed bases, for MSMs against any scalars of their field.
@@ -91,8 +108,12 @@ where
 {
     window_bits: u32,
     windows: usize,
+    /// A shift every this many windows (`k`).
+    every: usize,
+    /// Shifts kept per base: `ceil(windows / k)`.
+    stored: usize,
     bases: usize,
-    /// Point `i·windows + j` is `2^(c·j)·base_i`.
+    /// Point `i·stored + s` is `2^(c·k·s)·base_i`.
     table: Table<P>,
 }
 
@@ -107,15 +128,55 @@ where
     /// past 2^32 table points, [`ProverError::NoIfma`] for [`Arithmetic::Ifma`] on a CPU
     /// without it.
     pub fn new(bases: &[Affine<P>], config: MsmConfig) -> Result<Self, ProverError> {
+        // A slice of bases at a time: only one slice's projective points exist at once, so the
+        // build's peak memory is the table's plus a few MiB, not two and a half tables.
+        const SLICE: usize = 1024;
         let c = config.window_bits;
-        let Layout { lanes, windows } = Self::layout(bases.len(), config)?;
-        let shifts = |base: &Affine<P>| {
+        let Layout {
+            lanes,
+            windows,
+            every,
+            stored,
+        } = Self::layout(bases.len(), config)?;
+        let step = c * u32::try_from(every).map_err(|_| ProverError::WindowBits(c))?;
+        let slices = bases
+            .chunks(SLICE)
+            .map(|slice| Self::shifts(slice, stored, step));
+        let table = if lanes {
+            let mut points =
+                <LanePoints<P::BaseField> as RoundPoints<P>>::with_len(bases.len() * stored);
+            for (slot, point) in slices.flatten().enumerate() {
+                RoundPoints::<P>::put(&mut points, slot, &point);
+            }
+            Table::Lanes(points)
+        } else {
+            let mut points = Vec::with_capacity(bases.len() * stored);
+            for slice in slices {
+                points.extend_from_slice(&slice);
+            }
+            Table::Portable(points)
+        };
+        Ok(Self {
+            window_bits: c,
+            windows,
+            every,
+            stored,
+            bases: bases.len(),
+            table,
+        })
+    }
+
+    /// The shifts `2^(step·s)·base` of each of `bases`, `stored` per base, in affine form.
+    fn shifts(bases: &[Affine<P>], stored: usize, step: u32) -> Vec<Affine<P>> {
+        let row = |base: &Affine<P>| {
             let mut point = Projective::<P>::from(*base);
-            let mut row = Vec::with_capacity(windows);
-            for _ in 0..windows {
+            let mut row = Vec::with_capacity(stored);
+            for s in 0..stored {
                 row.push(point);
-                for _ in 0..c {
-                    point.double_in_place();
+                if s + 1 < stored {
+                    for _ in 0..step {
+                        point.double_in_place();
+                    }
                 }
             }
             row
@@ -123,21 +184,26 @@ where
         #[cfg(feature = "parallel")]
         let projective: Vec<Projective<P>> = {
             use rayon::prelude::*;
-            bases.par_iter().flat_map_iter(shifts).collect()
+            bases.par_iter().flat_map_iter(row).collect()
         };
         #[cfg(not(feature = "parallel"))]
-        let projective: Vec<Projective<P>> = bases.iter().flat_map(shifts).collect();
-        let affine = Projective::normalize_batch(&projective);
-        Ok(Self {
-            window_bits: c,
-            windows,
+        let projective: Vec<Projective<P>> = bases.iter().flat_map(row).collect();
+        Projective::normalize_batch(&projective)
+    }
+
+    /// The bases without a table: nothing is precomputed (no build time, no memory beyond the
+    /// bases), and each MSM is arkworks' Pippenger MSM with its doublings, as a prover without
+    /// tables runs it. What proves while the tables are still being built.
+    #[must_use]
+    pub fn without_table(bases: &[Affine<P>]) -> Self {
+        Self {
+            window_bits: 0,
+            windows: 0,
+            every: 1,
+            stored: 0,
             bases: bases.len(),
-            table: if lanes {
-                Table::Lanes(LanePoints::encode(&affine))
-            } else {
-                Table::Portable(affine)
-            },
-        })
+            table: Table::Bases(bases.to_vec()),
+        }
     }
 
     /// Heap bytes [`new`](Self::new) would allocate for the table of `bases` bases under
@@ -146,13 +212,13 @@ where
     /// # Errors
     /// As [`new`](Self::new) would refuse `config`.
     pub fn table_bytes_for(bases: usize, config: MsmConfig) -> Result<usize, ProverError> {
-        let Layout { lanes, windows } = Self::layout(bases, config)?;
+        let Layout { lanes, stored, .. } = Self::layout(bases, config)?;
         let point = if lanes {
             2 * <P::BaseField as LaneField>::WORDS * size_of::<u64>()
         } else {
             size_of::<Affine<P>>()
         };
-        Ok(bases * windows * point)
+        Ok(bases * stored * point)
     }
 
     /// The table's shape under `config`, or why `config` is refused.
@@ -166,11 +232,19 @@ where
             .map_err(|_| ProverError::WindowBits(c))?;
         // c·windows > scalar bits, so the top window's digit never carries out (see `digits`).
         let windows = (scalar_bits + 1).div_ceil(c as usize);
-        let entries = bases.checked_mul(windows);
+        // A shift every `every` windows; more than the window count keeps the same one shift.
+        let every = (config.shift_every.max(1) as usize).min(windows);
+        let stored = windows.div_ceil(every);
+        let entries = bases.checked_mul(stored);
         if entries.is_none_or(|n| u32::try_from(n).is_err()) {
             return Err(ProverError::TooManyBases(bases));
         }
-        Ok(Layout { lanes, windows })
+        Ok(Layout {
+            lanes,
+            windows,
+            every,
+            stored,
+        })
     }
 
     /// Number of bases.
@@ -189,7 +263,9 @@ where
     #[must_use]
     pub fn table_bytes(&self) -> usize {
         match &self.table {
-            Table::Portable(points) => points.capacity() * size_of::<Affine<P>>(),
+            Table::Portable(points) | Table::Bases(points) => {
+                points.capacity() * size_of::<Affine<P>>()
+            }
             Table::Lanes(points) => points.bytes(),
         }
     }
@@ -198,7 +274,7 @@ where
     #[must_use]
     pub fn arithmetic(&self) -> Arithmetic {
         match self.table {
-            Table::Portable(_) => Arithmetic::Portable,
+            Table::Portable(_) | Table::Bases(_) => Arithmetic::Portable,
             Table::Lanes(_) => Arithmetic::Ifma,
         }
     }
@@ -213,6 +289,12 @@ where
                 expected: self.bases,
                 got: scalars.len(),
             });
+        }
+        if let Table::Bases(bases) = &self.table {
+            // Parallel over rayon's threads with the `parallel` feature, as arkworks does.
+            return Ok(<Projective<P> as VariableBaseMSM>::msm_unchecked(
+                bases, scalars,
+            ));
         }
         // Threads split the scalars (each reduces its own buckets, reading its own part of the
         // table) into parts with equal numbers of nonzero scalars: a finish step's assignment
@@ -247,6 +329,10 @@ where
         match &self.table {
             Table::Portable(table) => self.msm_range_in(table, first, scalars),
             Table::Lanes(table) => self.msm_range_in(table, first, scalars),
+            Table::Bases(bases) => <Projective<P> as VariableBaseMSM>::msm_unchecked(
+                &bases[first..first + scalars.len()],
+                scalars,
+            ),
         }
     }
 
@@ -256,24 +342,29 @@ where
         S: RoundPoints<P>,
     {
         let buckets = 1_usize << (self.window_bits - 1);
+        // Window j's digit goes to bucket set j mod k, against the shift kept for j div k.
+        let sets = self.every;
         // Counting sort of the bucket entries: first the digits and their counts, then the
         // points in bucket order.
         let mut entries: Vec<(u32, u32)> = Vec::new(); // (bucket·2 + negative, table index)
-        let mut counts = vec![0_u32; buckets + 1];
+        let mut counts = vec![0_u32; sets * buckets + 1];
         let mut digits = Vec::with_capacity(self.windows);
         for (i, scalar) in scalars.iter().enumerate() {
             if scalar.is_zero() {
                 continue;
             }
             signed_digits(&scalar.into_bigint(), self.window_bits, &mut digits);
-            let row = (first + i) * self.windows;
+            let row = (first + i) * self.stored;
             for (j, &digit) in digits.iter().enumerate() {
-                let Some(bucket) = digit.unsigned_abs().checked_sub(1) else {
+                let Some(bucket) = (digit.unsigned_abs() as usize).checked_sub(1) else {
                     continue;
                 };
-                counts[bucket as usize + 1] += 1;
-                // `new` checked that every table index fits a u32.
-                let index = u32::try_from(row + j).unwrap_or(u32::MAX);
+                let bucket = (j % sets) * buckets + bucket;
+                counts[bucket + 1] += 1;
+                // `new` checked that every table index fits a u32, and a bucket index is
+                // below windows·2^19.
+                let index = u32::try_from(row + j / sets).unwrap_or(u32::MAX);
+                let bucket = u32::try_from(bucket).unwrap_or(u32::MAX >> 1);
                 entries.push((bucket << 1 | u32::from(digit < 0), index));
             }
         }
@@ -290,14 +381,20 @@ where
         }
         drop(entries);
         let sums = bucket_sums(&points, &bounds);
-        // Σ (b+1)·sums[b] as running sums, from the highest bucket down.
-        let mut running = Projective::<P>::zero();
+        // Each set's Σ (b+1)·sums[b] as running sums, from the highest bucket down; the sets
+        // then by Horner's rule, set o weighing 2^(c·o).
         let mut total = Projective::<P>::zero();
-        for sum in sums.iter().rev() {
-            if let Some(point) = sum {
-                running += point;
+        for set in sums.chunks(buckets).rev() {
+            for _ in 0..self.window_bits {
+                total.double_in_place();
             }
-            total += running;
+            let mut running = Projective::<P>::zero();
+            for sum in set.iter().rev() {
+                if let Some(point) = sum {
+                    running += point;
+                }
+                total += running;
+            }
         }
         total
     }
@@ -391,13 +488,16 @@ mod tests {
         } else {
             eprintln!("no AVX-512 IFMA on this CPU: the lane path is not tested here");
         }
-        for (c, arithmetic) in [2, 3, 8, 13]
+        // Every window's shift, one every 2 or 3 windows, and the bases alone (k ≥ windows).
+        for (c, arithmetic, k) in [2, 3, 8, 13]
             .into_iter()
             .flat_map(|c| arithmetics.iter().map(move |&a| (c, a)))
+            .flat_map(|(c, a)| [1, 2, 3, 300].map(|k| (c, a, k)))
         {
             let config = MsmConfig {
                 window_bits: c,
                 arithmetic,
+                shift_every: k,
             };
             let msm = FixedBaseMsm::new(&bases, config).unwrap();
             assert_eq!(msm.arithmetic(), arithmetic);
@@ -407,7 +507,11 @@ mod tests {
             );
             for scalars in &scalar_sets {
                 let expected = Some(reference(&bases, scalars));
-                assert_eq!(msm.msm(scalars).ok(), expected, "c = {c}, {arithmetic:?}");
+                assert_eq!(
+                    msm.msm(scalars).ok(),
+                    expected,
+                    "c = {c}, k = {k}, {arithmetic:?}"
+                );
                 // Buckets split three ways (and, for c = 2, more threads than buckets).
                 #[cfg(feature = "parallel")]
                 {
@@ -418,7 +522,7 @@ mod tests {
                     assert_eq!(
                         pool.install(|| msm.msm(scalars)).ok(),
                         expected,
-                        "c = {c}, 3 threads"
+                        "c = {c}, k = {k}, 3 threads"
                     );
                 }
             }
@@ -433,7 +537,8 @@ mod tests {
                 &bases,
                 MsmConfig {
                     window_bits: 1,
-                    arithmetic: Arithmetic::Auto
+                    arithmetic: Arithmetic::Auto,
+                    shift_every: 1,
                 }
             ),
             Err(ProverError::WindowBits(1))
@@ -441,6 +546,7 @@ mod tests {
         let ifma = MsmConfig {
             window_bits: 8,
             arithmetic: Arithmetic::Ifma,
+            shift_every: 1,
         };
         assert_eq!(
             FixedBaseMsm::new(&bases, ifma).is_ok(),

@@ -9,7 +9,7 @@
 
 use ark_bn254::{Bn254, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::CurveGroup;
-use ark_ff::{UniformRand, Zero};
+use ark_ff::{PrimeField, UniformRand, Zero};
 use ark_groth16::{Proof, ProvingKey};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use ark_std::rand::{CryptoRng, RngCore};
@@ -53,39 +53,80 @@ impl core::fmt::Debug for CircomProver {
     }
 }
 
-/// The windows of the A, B (G1), B (G2), H and L tables, of `bases` bases each: each the
-/// fastest for its size, then the largest table widened a bit at a time while the five exceed
-/// the budget.
-fn table_configs(bases: [usize; 5], config: &ProverConfig) -> Result<[MsmConfig; 5], ProverError> {
+/// The bytes of table `i` of the five (A, B in G1, B in G2, H, L) for `bases` bases.
+fn table_bytes(i: usize, bases: usize, config: MsmConfig) -> Result<usize, ProverError> {
     const B_G2: usize = 2;
+    if i == B_G2 {
+        FixedBaseMsm::<ark_bn254::g2::Config>::table_bytes_for(bases, config)
+    } else {
+        FixedBaseMsm::<ark_bn254::g1::Config>::table_bytes_for(bases, config)
+    }
+}
+
+/// The windows of the A, B (G1), B (G2), H and L tables, of `bases` bases each: each the
+/// fastest for its size, then, while the five exceed the budget, the largest table keeps its
+/// shifts every one more window (fewer points per base for one more bucket set to reduce: far
+/// cheaper in work than widening the window, which doubles the buckets for a few points less).
+fn table_configs(bases: [usize; 5], config: &ProverConfig) -> Result<[MsmConfig; 5], ProverError> {
+    let bytes = |i: usize, c: MsmConfig| table_bytes(i, bases[i], c);
     let mut configs = bases.map(|n| MsmConfig::for_bases_with(n, config.arithmetic));
     loop {
         let mut sizes = [0_usize; 5];
         for (i, size) in sizes.iter_mut().enumerate() {
-            *size = if i == B_G2 {
-                FixedBaseMsm::<ark_bn254::g2::Config>::table_bytes_for(bases[i], configs[i])?
-            } else {
-                FixedBaseMsm::<ark_bn254::g1::Config>::table_bytes_for(bases[i], configs[i])?
-            };
+            *size = bytes(i, configs[i])?;
         }
         let total = sizes.iter().sum::<usize>();
         if total <= config.table_budget_bytes {
             return Ok(configs);
         }
-        let Some(largest) = (0..5)
-            .filter(|&i| configs[i].window_bits < MsmConfig::MAX_WINDOW_BITS)
-            .max_by_key(|&i| sizes[i])
-        else {
+        // The largest table that can still shrink, to its next smaller size.
+        let mut shrink = None;
+        for i in (0..5).filter(|&i| sizes[i] > 0) {
+            let windows = configs[i].windows(Fr::MODULUS_BIT_SIZE);
+            let mut next = configs[i];
+            while next.shift_every < windows {
+                next.shift_every += 1;
+                if bytes(i, next)? < sizes[i] {
+                    if shrink.is_none_or(|(j, _)| sizes[i] > sizes[j]) {
+                        shrink = Some((i, next));
+                    }
+                    break;
+                }
+            }
+        }
+        let Some((i, next)) = shrink else {
             return Err(ProverError::TableBudget {
                 needed: total,
                 budget: config.table_budget_bytes,
             });
         };
-        configs[largest].window_bits += 1;
+        configs[i] = next;
     }
 }
 
 impl CircomProver {
+    /// The bytes the tables for `pk` under `config` will take, computed without building them:
+    /// a budget too small is refused here, at once, not when the tables are built.
+    ///
+    /// # Errors
+    /// [`ProverError::TableBudget`] when even a table of the bases alone exceeds the budget.
+    pub fn table_bytes_for(
+        pk: &ProvingKey<Bn254>,
+        config: &ProverConfig,
+    ) -> Result<usize, ProverError> {
+        if config.table_budget_bytes == 0 {
+            return Ok(0);
+        }
+        let wires = pk.a_query.len();
+        let bases = [wires, wires, wires, pk.h_query.len(), pk.l_query.len()];
+        let configs = table_configs(bases, config)?;
+        let mut total = 0;
+        for (i, (&n, c)) in bases.iter().zip(configs).enumerate() {
+            total += table_bytes(i, n, c)?;
+        }
+        Ok(total)
+    }
+
     /// Builds the tables for `pk`, whose circuit has the constraint rows `a_rows` and `b_rows`
     /// (circom keys carry no C rows) and `public_wires` public wires (the constant 1 included).
     ///
@@ -140,21 +181,39 @@ impl CircomProver {
         if pk.h_query.len() != domain.size() {
             return Err(shape("H query is not the size of the constraint domain"));
         }
-        let [a, b_g1, b_g2, h, l] = table_configs(
-            [wires, wires, wires, pk.h_query.len(), pk.l_query.len()],
-            config,
-        )?;
+        // A budget of 0: no tables at all (arkworks' MSMs over the key's own points).
+        let (a, b_g1, b_g2, h, l) = if config.table_budget_bytes == 0 {
+            (
+                FixedBaseMsm::without_table(&pk.a_query),
+                FixedBaseMsm::without_table(&pk.b_g1_query),
+                FixedBaseMsm::without_table(&pk.b_g2_query),
+                FixedBaseMsm::without_table(&pk.h_query),
+                FixedBaseMsm::without_table(&pk.l_query),
+            )
+        } else {
+            let [a, b_g1, b_g2, h, l] = table_configs(
+                [wires, wires, wires, pk.h_query.len(), pk.l_query.len()],
+                config,
+            )?;
+            (
+                FixedBaseMsm::new(&pk.a_query, a)?,
+                FixedBaseMsm::new(&pk.b_g1_query, b_g1)?,
+                FixedBaseMsm::new(&pk.b_g2_query, b_g2)?,
+                FixedBaseMsm::new(&pk.h_query, h)?,
+                FixedBaseMsm::new(&pk.l_query, l)?,
+            )
+        };
         Ok(Self {
             alpha_g1: pk.vk.alpha_g1,
             beta_g1: pk.beta_g1,
             beta_g2: pk.vk.beta_g2,
             delta_g1: pk.delta_g1,
             delta_g2: pk.vk.delta_g2,
-            a: FixedBaseMsm::new(&pk.a_query, a)?,
-            b_g1: FixedBaseMsm::new(&pk.b_g1_query, b_g1)?,
-            b_g2: FixedBaseMsm::new(&pk.b_g2_query, b_g2)?,
-            h: FixedBaseMsm::new(&pk.h_query, h)?,
-            l: FixedBaseMsm::new(&pk.l_query, l)?,
+            a,
+            b_g1,
+            b_g2,
+            h,
+            l,
             a_rows: a_rows.to_vec(),
             b_rows: b_rows.to_vec(),
             public_wires,

@@ -229,3 +229,48 @@ fn a_table_budget_widens_the_windows_and_proofs_still_verify() {
         Err(ProverError::TableBudget { budget, .. }) if budget == 1 << 20
     ));
 }
+
+/// A budget of 0 builds no tables: the prover holds only the key's points, sums with
+/// arkworks' MSMs, and its proofs (whole, and partial then finished) verify.
+#[test]
+fn a_zero_budget_proves_without_tables() {
+    use ark_groth16::{prepare_verifying_key, Groth16};
+    use prover::ProverConfig;
+
+    let none = ProverConfig {
+        table_budget_bytes: 0,
+        ..ProverConfig::default()
+    };
+    let RlnCircuit { graph, prover } = RlnCircuit::load_with(&none).unwrap();
+    let (pk, _) = &**rln::circuit::default_zkey_single();
+    let points = pk.a_query.len() + pk.b_g1_query.len() + pk.h_query.len() + pk.l_query.len();
+    let g1 = std::mem::size_of::<ark_bn254::G1Affine>();
+    let g2 = std::mem::size_of::<ark_bn254::G2Affine>();
+    assert_eq!(
+        prover.table_bytes(),
+        points * g1 + pk.b_g2_query.len() * g2,
+        "only the key's own points"
+    );
+    let pvk = prepare_verifying_key(&pk.vk);
+    let w = common::lone_member_witness(
+        6,
+        99,
+        3,
+        2,
+        hash_to_field_le(b"no tables"),
+        external_nullifier(Fr::from(4u64), hash_to_field_le(b"no tables test")),
+    );
+    let z = graph.witness(&w.circuit_inputs()).unwrap();
+    let public = w.public_values().as_inputs();
+    let proof = prover.prove(&z, &mut rand::rngs::OsRng).unwrap();
+    assert!(Groth16::<ark_bn254::Bn254>::verify_proof(&pvk, &proof, &public).unwrap());
+    // Known wires summed first (a member's share), the rest at finish.
+    let known: Vec<Option<Fr>> = z
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i % 3 == 0).then_some(*v))
+        .collect();
+    let partial = prover.partial(&known).unwrap();
+    let proof = prover.finish(&partial, &z, &mut rand::rngs::OsRng).unwrap();
+    assert!(Groth16::<ark_bn254::Bn254>::verify_proof(&pvk, &proof, &public).unwrap());
+}

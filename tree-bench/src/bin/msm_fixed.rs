@@ -42,6 +42,7 @@ where
         let config = MsmConfig {
             window_bits,
             arithmetic,
+            shift_every: 1,
         };
         let start = Instant::now();
         let table = FixedBaseMsm::new(bases, config)?;
