@@ -296,32 +296,44 @@ where
                 bases, scalars,
             ));
         }
-        // Threads split the scalars (each reduces its own buckets, reading its own part of the
-        // table) into parts with equal numbers of nonzero scalars: a finish step's assignment
-        // is mostly zeros, bunched in a few ranges of wires.
+        // The scalars are split into parts with equal numbers of nonzero scalars (a finish
+        // step's assignment is mostly zeros, bunched in a few ranges of wires): one per thread,
+        // each reducing its own buckets over its own part of the table, and more where a part
+        // would hold over `part_entries` bucket entries, whose sorted copies are what an MSM
+        // holds in memory. Each part costs its own reduction of every bucket set, so a part
+        // holds at least 16 entries per bucket: a few percent more work at most.
+        let buckets = (1_usize << self.window_bits.saturating_sub(1)) * self.every;
+        let part_entries = (1_usize << 16).max(16 * buckets);
+        #[cfg(feature = "parallel")]
+        let threads = rayon::current_num_threads().max(1);
+        #[cfg(not(feature = "parallel"))]
+        let threads = 1;
+        let nonzero = scalars.iter().filter(|s| !s.is_zero()).count();
+        let parts = threads.max((nonzero * self.windows).div_ceil(part_entries));
+        let mut bounds = vec![0_usize];
+        let mut seen = 0_usize;
+        for (i, scalar) in scalars.iter().enumerate() {
+            if !scalar.is_zero() {
+                seen += 1;
+                if seen * parts >= nonzero * bounds.len() && bounds.len() < parts {
+                    bounds.push(i + 1);
+                }
+            }
+        }
+        bounds.push(scalars.len());
         #[cfg(feature = "parallel")]
         {
             use rayon::prelude::*;
-            let threads = rayon::current_num_threads().max(1);
-            let nonzero = scalars.iter().filter(|s| !s.is_zero()).count();
-            let mut bounds = vec![0_usize];
-            let mut seen = 0_usize;
-            for (i, scalar) in scalars.iter().enumerate() {
-                if !scalar.is_zero() {
-                    seen += 1;
-                    if seen * threads >= nonzero * bounds.len() && bounds.len() < threads {
-                        bounds.push(i + 1);
-                    }
-                }
-            }
-            bounds.push(scalars.len());
             Ok(bounds
                 .par_windows(2)
                 .map(|w| self.msm_range(w[0], &scalars[w[0]..w[1]]))
                 .sum())
         }
         #[cfg(not(feature = "parallel"))]
-        Ok(self.msm_range(0, scalars))
+        Ok(bounds
+            .windows(2)
+            .map(|w| self.msm_range(w[0], &scalars[w[0]..w[1]]))
+            .sum())
     }
 
     /// The MSM of `scalars` against the bases from `first` on, on this thread.
