@@ -180,7 +180,7 @@ enum Tables {
 ///
 /// The tables (about a second of work per core, ~63 MiB) are built on a thread of their own
 /// from the moment the instance exists: verification needs only the verifying key and is ready
-/// at once; the first proof waits for the tables if they are not done.
+/// at once; a proof asked for before the tables are done is made without them.
 #[derive(Debug)]
 pub struct Rln {
     tables: Mutex<Tables>,
