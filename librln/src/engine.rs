@@ -9,8 +9,8 @@ use ark_groth16::Proof;
 use std::sync::{Arc, Mutex};
 
 use prover::rln::{RlnCircuit, Zkey};
-use prover::{CircomProver, WitnessGraph};
 use prover::{Arithmetic, PartialParts, ProverConfig, ProverError};
+use prover::{CircomProver, WitnessGraph};
 use rln_glue::primitives::IdentitySecret;
 use rln_glue::proving::RlnProver;
 use rln_glue::verifier::RlnVerifier;
