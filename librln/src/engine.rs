@@ -153,17 +153,7 @@ fn prover_for(
     graph: &Arc<WitnessGraph>,
     config: &ProverConfig,
 ) -> Result<RlnProver, ProverError> {
-    let prover = CircomProver::with_config(
-        &zkey.pk,
-        &zkey.a,
-        &zkey.b,
-        zkey.num_instance_variables,
-        config,
-    )?;
-    Ok(RlnProver::from_circuit(RlnCircuit {
-        graph: Arc::clone(graph),
-        prover: Arc::new(prover),
-    }))
+    RlnCircuit::with_shared_graph(zkey, graph, config).map(RlnProver::from_circuit)
 }
 
 /// The prover tables: being built on their own thread, or built.

@@ -197,6 +197,19 @@ impl RlnCircuit {
         config: &ProverConfig,
     ) -> Result<Self, ProverError> {
         zkey.check_graph(&graph)?;
+        Self::with_shared_graph(zkey, &Arc::new(graph), config)
+    }
+
+    /// A circuit whose graph another circuit of the same key shares (one prover with tables,
+    /// one without, say); the graph must have passed [`Zkey::check_graph`] for `zkey`.
+    ///
+    /// # Errors
+    /// The table errors of [`CircomProver::with_config`].
+    pub fn with_shared_graph(
+        zkey: &Zkey,
+        graph: &Arc<WitnessGraph>,
+        config: &ProverConfig,
+    ) -> Result<Self, ProverError> {
         let prover = CircomProver::with_config(
             &zkey.pk,
             &zkey.a,
@@ -205,7 +218,7 @@ impl RlnCircuit {
             config,
         )?;
         Ok(Self {
-            graph: Arc::new(graph),
+            graph: Arc::clone(graph),
             prover: Arc::new(prover),
         })
     }
