@@ -141,6 +141,8 @@ fn run_replica(config: &CanopyConfig) -> Result<Output, CliError> {
         let head = jsonrpc.as_ref().map(|(_, head)| head.clone());
         std::thread::spawn(move || {
             let mut refusal = None;
+            // The block served: what the last catch-up left.
+            let mut served = shared.read(last_block).unwrap_or(0);
             while !stop.load(std::sync::atomic::Ordering::Acquire) {
                 let refused = replica.listen_refusal();
                 if refused.is_some() && refused != refusal {
@@ -150,14 +152,19 @@ fn run_replica(config: &CanopyConfig) -> Result<Output, CliError> {
                     );
                 }
                 refusal = refused;
-                let served = shared.read(last_block).unwrap_or(0);
                 match replica.catch_up(&shared) {
                     Ok(lag) => {
-                        let block = shared.read(last_block).unwrap_or(0);
+                        // Unchanged unless the look found commits (or a shrunken tree).
+                        let block = if lag.caught_up != 0 {
+                            shared.read(last_block).unwrap_or(0)
+                        } else {
+                            served
+                        };
                         let found = (lag.caught_up > 0).then(|| crate::status::ReplicaCatchUp {
                             seconds: lag.last_commit_age,
                             blocks: block.saturating_sub(served),
                         });
+                        served = block;
                         let seen = (lag.commits, block, found);
                         replica_seen(&status, &replica, seen, head.as_deref());
                     }

@@ -415,8 +415,8 @@ fn arithmetic_from_env() -> Result<Arithmetic, EngineError> {
 }
 
 /// The environment variable that caps the prover's fixed-base tables, in MiB (default: the
-/// prover's [`ProverConfig::default`] budget). A smaller budget widens the tables' windows: less
-/// memory and a shorter build, slower proofs (docs/librln.md measures each budget).
+/// prover's [`ProverConfig::default`] budget). A smaller budget keeps fewer window shifts per
+/// base: less memory, slower proofs (docs/librln.md measures each budget).
 pub const TABLE_BUDGET_VAR: &str = "LIBRLN_TABLE_BUDGET_MIB";
 
 fn table_budget_from_env() -> Result<Option<usize>, EngineError> {

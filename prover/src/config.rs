@@ -10,9 +10,10 @@ use crate::Arithmetic;
 #[serde(default, deny_unknown_fields)]
 pub struct ProverConfig {
     /// Most heap bytes the five tables may take together (default 256 MiB). Each table gets the
-    /// fastest window for its size; while the sum exceeds the budget, the largest table's
-    /// window widens (fewer window shifts per base, more buckets to reduce). 0: no tables at
-    /// all (arkworks' Pippenger MSMs over the key's points: nothing to build, slower proofs).
+    /// fastest window for its size; while the sum exceeds the budget, the largest table keeps
+    /// its shifts every one more window (fewer points per base, one more bucket set to reduce;
+    /// [`MsmConfig::shift_every`](crate::MsmConfig::shift_every)). 0: no tables at all
+    /// (arkworks' Pippenger MSMs over the key's points: nothing to build, slower proofs).
     pub table_budget_bytes: usize,
     /// The bucket additions' arithmetic.
     pub arithmetic: Arithmetic,

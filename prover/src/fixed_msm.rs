@@ -228,10 +228,9 @@ where
             return Err(ProverError::WindowBits(c));
         }
         let lanes = config.arithmetic.uses_lanes()?;
-        let scalar_bits = usize::try_from(P::ScalarField::MODULUS_BIT_SIZE)
-            .map_err(|_| ProverError::WindowBits(c))?;
         // c·windows > scalar bits, so the top window's digit never carries out (see `digits`).
-        let windows = (scalar_bits + 1).div_ceil(c as usize);
+        let windows = usize::try_from(config.windows(P::ScalarField::MODULUS_BIT_SIZE))
+            .map_err(|_| ProverError::WindowBits(c))?;
         // A shift every `every` windows; more than the window count keeps the same one shift.
         let every = (config.shift_every.max(1) as usize).min(windows);
         let stored = windows.div_ceil(every);

@@ -53,6 +53,12 @@ impl core::fmt::Debug for CircomProver {
     }
 }
 
+/// The lengths of `pk`'s five queries, in the tables' order: A, B in G1, B in G2, H, L.
+fn query_lengths(pk: &ProvingKey<Bn254>) -> [usize; 5] {
+    let wires = pk.a_query.len();
+    [wires, wires, wires, pk.h_query.len(), pk.l_query.len()]
+}
+
 /// The bytes of table `i` of the five (A, B in G1, B in G2, H, L) for `bases` bases.
 fn table_bytes(i: usize, bases: usize, config: MsmConfig) -> Result<usize, ProverError> {
     const B_G2: usize = 2;
@@ -67,7 +73,10 @@ fn table_bytes(i: usize, bases: usize, config: MsmConfig) -> Result<usize, Prove
 /// fastest for its size, then, while the five exceed the budget, the largest table keeps its
 /// shifts every one more window (fewer points per base for one more bucket set to reduce: far
 /// cheaper in work than widening the window, which doubles the buckets for a few points less).
-fn table_configs(bases: [usize; 5], config: &ProverConfig) -> Result<[MsmConfig; 5], ProverError> {
+fn table_configs(
+    bases: [usize; 5],
+    config: &ProverConfig,
+) -> Result<([MsmConfig; 5], usize), ProverError> {
     let bytes = |i: usize, c: MsmConfig| table_bytes(i, bases[i], c);
     let mut configs = bases.map(|n| MsmConfig::for_bases_with(n, config.arithmetic));
     loop {
@@ -77,7 +86,7 @@ fn table_configs(bases: [usize; 5], config: &ProverConfig) -> Result<[MsmConfig;
         }
         let total = sizes.iter().sum::<usize>();
         if total <= config.table_budget_bytes {
-            return Ok(configs);
+            return Ok((configs, total));
         }
         // The largest table that can still shrink, to its next smaller size.
         let mut shrink = None;
@@ -117,14 +126,7 @@ impl CircomProver {
         if config.table_budget_bytes == 0 {
             return Ok(0);
         }
-        let wires = pk.a_query.len();
-        let bases = [wires, wires, wires, pk.h_query.len(), pk.l_query.len()];
-        let configs = table_configs(bases, config)?;
-        let mut total = 0;
-        for (i, (&n, c)) in bases.iter().zip(configs).enumerate() {
-            total += table_bytes(i, n, c)?;
-        }
-        Ok(total)
+        table_configs(query_lengths(pk), config).map(|(_, bytes)| bytes)
     }
 
     /// Builds the tables for `pk`, whose circuit has the constraint rows `a_rows` and `b_rows`
@@ -191,10 +193,7 @@ impl CircomProver {
                 FixedBaseMsm::without_table(&pk.l_query),
             )
         } else {
-            let [a, b_g1, b_g2, h, l] = table_configs(
-                [wires, wires, wires, pk.h_query.len(), pk.l_query.len()],
-                config,
-            )?;
+            let ([a, b_g1, b_g2, h, l], _) = table_configs(query_lengths(pk), config)?;
             (
                 FixedBaseMsm::new(&pk.a_query, a)?,
                 FixedBaseMsm::new(&pk.b_g1_query, b_g1)?,

@@ -13,7 +13,7 @@ use tokio_postgres::{AsyncMessage, NoTls};
 
 use crate::config::PgConfig;
 use crate::schema::NOTIFY_CHANNEL;
-use crate::store::redact_url;
+use crate::store::{client_config, connection_runtime};
 use crate::PgError;
 
 /// How long a listener waits before asking a server that refused LISTEN again (it may have
@@ -54,21 +54,13 @@ impl CommitListener {
     /// # Errors
     /// [`PgError::BadUrl`] and [`PgError::Runtime`] (the listener's thread cannot start).
     pub fn start(config: &PgConfig) -> Result<Self, PgError> {
-        let mut pg: tokio_postgres::Config = config.url.parse().map_err(|e| PgError::BadUrl {
-            url: redact_url(&config.url),
-            reason: format!("{e}"),
-        })?;
+        let mut pg = client_config(config)?;
         // A server that vanished without closing the connection (a failover) is noticed by
         // keepalives within seconds, not hours; the caller's slow poll covers the meantime.
         pg.application_name("canopy replica listener")
             .keepalives_idle(Duration::from_secs(5))
             .connect_timeout(Duration::from_secs(5));
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("canopy-postgres-listen")
-            .enable_all()
-            .build()
-            .map_err(PgError::Runtime)?;
+        let runtime = connection_runtime("canopy-postgres-listen")?;
         let shared = Arc::new(Shared::default());
         runtime.spawn(listen_forever(pg, config.tree.clone(), shared.clone()));
         Ok(Self {

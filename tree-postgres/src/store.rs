@@ -113,16 +113,8 @@ impl PgStore {
     /// [`PgError::BadUrl`], [`PgError::SchemaVersion`], [`PgError::Locked`],
     /// [`PgError::NoSuchTree`] and Postgres errors.
     pub fn open(config: &PgConfig) -> Result<Self, PgError> {
-        let pg: tokio_postgres::Config = config.url.parse().map_err(|e| PgError::BadUrl {
-            url: redact_url(&config.url),
-            reason: format!("{e}"),
-        })?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("canopy-postgres")
-            .enable_all()
-            .build()
-            .map_err(PgError::Runtime)?;
+        let pg = client_config(config)?;
+        let runtime = connection_runtime("canopy-postgres")?;
         let mut inner = Inner {
             runtime: Some(runtime),
             pg,
@@ -415,6 +407,24 @@ impl Drop for Inner {
             runtime.shutdown_background();
         }
     }
+}
+
+/// The client's view of `config.url` (a bad URL is [`PgError::BadUrl`], password redacted).
+pub(crate) fn client_config(config: &PgConfig) -> Result<tokio_postgres::Config, PgError> {
+    config.url.parse().map_err(|e| PgError::BadUrl {
+        url: redact_url(&config.url),
+        reason: format!("{e}"),
+    })
+}
+
+/// The one-thread runtime that drives a handle's connections, its thread named `name`.
+pub(crate) fn connection_runtime(name: &str) -> Result<tokio::runtime::Runtime, PgError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .map_err(PgError::Runtime)
 }
 
 /// Retries `connect` while it fails with a lost or refused connection and `deadline` allows.
