@@ -297,6 +297,13 @@ fn replicas_serve_what_the_writer_commits() {
             )
         })
         .collect();
+    // A replica prints its port before it loads the tree and answers once it has: the first
+    // answer says it loaded the tree before the first block, so that block is one it follows.
+    for (_, port) in &replicas {
+        let (status, health) = common::get_json(*port, "/health");
+        assert_eq!(status, 200, "{health}");
+        assert_eq!(health["commits"], 1, "loaded after init only: {health}");
+    }
     for (k, line) in lines.iter().enumerate() {
         let file = dir.path().join(format!("block{k}.jsonl"));
         write(&file, &format!("{line}\n"));
