@@ -10,7 +10,8 @@
 use std::sync::OnceLock;
 
 use ark_bn254::{Fr, G1Affine, G1Projective, G2Affine, G2Projective};
-use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
+use ark_ec::scalar_mul::glv::GLVConfig;
+use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::{CurveGroup, PrimeGroup, VariableBaseMSM};
 use ark_ff::{PrimeField, Zero};
 use prover::lanes::{ifma_available, AffineLanes, Arithmetic};
@@ -47,7 +48,7 @@ fn scalar(bytes: &[u8]) -> Fr {
 }
 
 /// Checks one MSM on both arithmetics against arkworks.
-fn check<P: SWCurveConfig<ScalarField = Fr>>(
+fn check<P: GLVConfig<ScalarField = Fr>>(
     bases: &[Affine<P>],
     scalars: &[Fr],
     window_bits: u32,

@@ -10,22 +10,24 @@
 
 use std::marker::PhantomData;
 
-use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
+use ark_ec::scalar_mul::glv::GLVConfig;
+use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::CurveGroup;
-use ark_ff::{batch_inversion, Field};
+use ark_ff::Field;
 
-use crate::lanes::AffineLanes;
+use crate::lanes::{AffineLanes, LaneField};
 
 /// Points in the form a round's additions run in.
-pub(crate) trait RoundPoints<P: SWCurveConfig>: Sized {
+pub(crate) trait RoundPoints<P: GLVConfig>: Sized {
     /// Room for `len` points, each set before it is read.
     fn with_len(len: usize) -> Self;
     /// Point `index` as an affine point.
     fn affine(&self, index: usize) -> Affine<P>;
     /// Sets point `slot` to `point`.
     fn put(&mut self, slot: usize, point: &Affine<P>);
-    /// Sets point `slot` to point `index` of `from`, negated if `negate`.
-    fn set(&mut self, slot: usize, from: &Self, index: usize, negate: bool);
+    /// Sets point `slot` to point `index` of `from`, mapped by the curve's endomorphism `φ` if
+    /// `endo` (a GLV split's second half), then negated if `negate`.
+    fn set(&mut self, slot: usize, from: &Self, index: usize, negate: bool, endo: bool);
     /// Whether points `k` and `k + 1` take the affine formula: both finite, distinct x.
     fn general(&self, k: usize) -> bool;
     /// `out[dsts[t]] = self[pairs[t]] + self[pairs[t] + 1]`, every pair [`general`](Self::general).
@@ -39,19 +41,23 @@ pub(crate) trait RoundPoints<P: SWCurveConfig>: Sized {
 }
 
 /// Sums each bucket's points (`points[bounds[b]..bounds[b+1]]`) in pairwise rounds; returns
-/// each bucket's sum, `None` for an empty or cancelled bucket.
-pub(crate) fn bucket_sums<P, S>(points: &S, bounds: &[u32]) -> Vec<Option<Affine<P>>>
+/// each bucket's sum, `None` for an empty or cancelled bucket. `points` is reused for the rounds.
+pub(crate) fn bucket_sums<P, S>(points: S, bounds: &[u32]) -> Vec<Option<Affine<P>>>
 where
-    P: SWCurveConfig,
+    P: GLVConfig,
     S: RoundPoints<P>,
 {
     let buckets = bounds.len() - 1;
-    // A round leaves at most ceil(n/2) of a bucket's n points.
-    let room = (bounds[buckets] as usize + buckets) / 2;
+    // A round leaves ceil(n/2) of a bucket's n points: no more than the points, so the points'
+    // own buffer takes the second round's sums, and one more buffer suffices.
+    let room = bounds
+        .windows(2)
+        .map(|w| (w[1] - w[0]).div_ceil(2) as usize)
+        .sum();
     let mut round = Round::default();
     let mut current = S::with_len(room);
-    let mut bounds = round.run(points, bounds, &mut current);
-    let mut spare = S::with_len(room);
+    let mut bounds = round.run(&points, bounds, &mut current);
+    let mut spare = points;
     while bounds.windows(2).any(|w| w[1] - w[0] > 1) {
         bounds = round.run(&current, &bounds, &mut spare);
         std::mem::swap(&mut current, &mut spare);
@@ -76,7 +82,7 @@ impl Round {
     /// returns the bounds of the sums.
     fn run<P, S>(&mut self, source: &S, bounds: &[u32], out: &mut S) -> Vec<u32>
     where
-        P: SWCurveConfig,
+        P: GLVConfig,
         S: RoundPoints<P>,
     {
         self.pairs.clear();
@@ -97,7 +103,7 @@ impl Round {
                 k += 2;
             }
             if k < end {
-                out.set(written as usize, source, k as usize, false);
+                out.set(written as usize, source, k as usize, false, false);
                 written += 1;
             }
             next.push(written);
@@ -107,7 +113,10 @@ impl Round {
     }
 }
 
-impl<P: SWCurveConfig> RoundPoints<P> for Vec<Affine<P>> {
+impl<P: GLVConfig> RoundPoints<P> for Vec<Affine<P>>
+where
+    P::BaseField: LaneField,
+{
     fn with_len(len: usize) -> Self {
         vec![Affine::identity(); len]
     }
@@ -120,8 +129,14 @@ impl<P: SWCurveConfig> RoundPoints<P> for Vec<Affine<P>> {
         self[slot] = *point;
     }
 
-    fn set(&mut self, slot: usize, from: &Self, index: usize, negate: bool) {
-        self[slot] = if negate { -from[index] } else { from[index] };
+    fn set(&mut self, slot: usize, from: &Self, index: usize, negate: bool, endo: bool) {
+        let mut point = from[index];
+        if endo {
+            // φ(x, y) = (β·x, y): arkworks' `endomorphism_affine`, with β's product as cheap as
+            // its field allows.
+            point.x.scale_by(&P::ENDO_COEFFS[0]);
+        }
+        self[slot] = if negate { -point } else { point };
     }
 
     fn general(&self, k: usize) -> bool {
@@ -134,11 +149,11 @@ impl<P: SWCurveConfig> RoundPoints<P> for Vec<Affine<P>> {
             .iter()
             .map(|&k| self[k as usize + 1].x - self[k as usize].x)
             .collect();
-        batch_inversion(&mut inverses);
+        P::BaseField::batch_invert(&mut inverses);
         for ((&k, &slot), inverse) in pairs.iter().zip(dsts).zip(&inverses) {
             let (p, q) = (&self[k as usize], &self[k as usize + 1]);
             let lambda = (q.y - p.y) * inverse;
-            let x = lambda.square() - p.x - q.x;
+            let x = lambda.square() - (p.x + q.x);
             let y = lambda * (p.x - x) - p.y;
             out[slot as usize] = Affine::new_unchecked(x, y);
         }
@@ -167,7 +182,7 @@ impl<F: AffineLanes> LanePoints<F> {
     }
 }
 
-impl<P: SWCurveConfig<BaseField = F>, F: AffineLanes> RoundPoints<P> for LanePoints<F> {
+impl<P: GLVConfig<BaseField = F>, F: AffineLanes> RoundPoints<P> for LanePoints<F> {
     fn with_len(len: usize) -> Self {
         Self {
             words: vec![0; len * Self::STRIDE],
@@ -196,7 +211,14 @@ impl<P: SWCurveConfig<BaseField = F>, F: AffineLanes> RoundPoints<P> for LanePoi
         }
     }
 
-    fn set(&mut self, slot: usize, from: &Self, index: usize, negate: bool) {
+    fn set(&mut self, slot: usize, from: &Self, index: usize, negate: bool, endo: bool) {
+        if endo {
+            // φ multiplies x by a constant: done in ark-ff form, then back to lanes.
+            let mut point = RoundPoints::<P>::affine(from, index);
+            point.x.scale_by(&P::ENDO_COEFFS[0]);
+            RoundPoints::<P>::put(self, slot, &if negate { -point } else { point });
+            return;
+        }
         let target = &mut self.words[slot * Self::STRIDE..(slot + 1) * Self::STRIDE];
         target.copy_from_slice(from.point(index));
         if negate && target[0] != Self::IDENTITY {

@@ -41,6 +41,10 @@ pub enum ProverError {
         /// Number of scalars given.
         got: usize,
     },
+    /// A scalar whose GLV halves exceed 128 bits: ruled out by the lattice bound
+    /// ([`crate::FixedBaseMsm`]'s split), reported rather than assumed.
+    #[error("a scalar's GLV halves exceed 128 bits")]
+    ScalarSplit,
 }
 
 impl From<field_lanes::LanesError> for ProverError {

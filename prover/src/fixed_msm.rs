@@ -2,20 +2,45 @@
 //! queries): every base's window shifts `2^(c·j)·P` are computed once, so an MSM is one round of
 //! bucket accumulation with no doublings, and one bucket reduction instead of one per window.
 //!
+//! - GLV: each scalar is split into two halves of 128 bits (`k = k₁ + λ·k₂`, [`crate::glv`]),
+//!   the second against `φ(P) = (β·x, y)`, computed as an entry is gathered. The table keeps the
+//!   shifts of 128-bit scalars only: half the memory of full-width shifts, the same entries.
 //! - Signed digits in `[-2^(c-1), 2^(c-1)]`: half the buckets, negation is free in affine form.
 //! - Batch-affine accumulation: each bucket's points are summed pairwise in rounds; every round's
 //!   additions share one field inversion (Montgomery's trick), so an addition costs about six
 //!   multiplications instead of the eleven of a mixed projective addition.
+//! - Bounded working memory: an MSM's bucket entries are gathered as 8-byte references and
+//!   counted by bucket; the points themselves are fetched for a run of consecutive buckets of
+//!   at most [`PART_ENTRIES`] entries at a time, each run summed to its buckets' final sums. So
+//!   an MSM of any size holds its references, one run's points, and one sum per bucket.
+//! - The bucket reduction `Σ (b+1)·S_b` in batch-affine form too: with `b = hi·2^h + lo`, the
+//!   sums over `lo` and over `hi` are plain sums (batch-affine rounds), and only their two short
+//!   weighted sums are projective: about four times cheaper than a running sum over every bucket.
+//! - Identity bases (a proving key's A and B queries hold one for every wire absent from A or
+//!   B) have no rows in the table, and their scalars are skipped.
 //! - A zero scalar costs nothing; a scalar below `2^(c-1)` (0/1 flags, small counters: most of a
 //!   circom witness's booleans) is one bucket entry, with no digit work beyond the first window.
 
-use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
+use ark_ec::scalar_mul::glv::GLVConfig;
+use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::{AdditiveGroup, CurveGroup, VariableBaseMSM};
-use ark_ff::{BigInteger, PrimeField, Zero};
+use ark_ff::{PrimeField, Zero};
 
 use crate::buckets::{bucket_sums, LanePoints, RoundPoints};
+use crate::glv::{Splitter, HALF_BITS};
 use crate::lanes::{AffineLanes, Arithmetic, LaneField};
 use crate::ProverError;
+
+/// Most bucket entries whose points an MSM fetches at once (a run of consecutive buckets; a
+/// bucket with more is fetched alone): what bounds its working memory beyond the 8 bytes of
+/// each entry's reference, about 110 bytes an entry for G1 and 210 for G2 with the rounds'
+/// buffer.
+pub const PART_ENTRIES: usize = 1 << 15;
+
+/// A table row that does not exist: the base is the identity.
+const NO_ROW: u32 = u32::MAX;
+
+
 
 /// How a [`FixedBaseMsm`] trades table memory for work, and what arithmetic it sums with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,9 +70,9 @@ impl MsmConfig {
     }
 
     /// The window that minimises `entries + reduction` for `bases` bases of full-width scalars
-    /// summed with `arithmetic`. Each base adds `ceil(255/c)` bucket entries; the reduction
-    /// costs about `2·2^(c-1)` projective additions, each worth two batch-affine ones in ark-ff
-    /// and four on IFMA lanes (measured with `msm_fixed --window`).
+    /// summed with `arithmetic`. Each base adds two halves' windows of bucket entries; the
+    /// reduction costs about `2·2^(c-1)` projective additions, each worth two batch-affine ones
+    /// in ark-ff and four on IFMA lanes (measured with `msm_fixed --window`).
     #[must_use]
     pub fn for_bases_with(bases: usize, arithmetic: Arithmetic) -> Self {
         // Ifma on a CPU without it is refused when the table is built; weigh it as lanes.
@@ -57,8 +82,8 @@ impl MsmConfig {
             4
         };
         let cost = |c: u32| {
-            let windows = 255_u64.div_ceil(u64::from(c));
-            windows * bases as u64 + weight * (1_u64 << (c - 1))
+            let entries = 2 * u64::from(HALF_BITS + 1).div_ceil(u64::from(c));
+            entries * bases as u64 + weight * (1_u64 << (c - 1))
         };
         let window_bits = (4..=16).min_by_key(|&c| cost(c)).unwrap_or(12);
         Self {
@@ -68,11 +93,17 @@ impl MsmConfig {
         }
     }
 
-    /// The number of windows of a full-width scalar under `window_bits` (`c·windows` exceeds
-    /// the scalar's bits, so the top window's signed digit never carries out).
+    /// The number of windows of a `scalar_bits`-bit scalar under `window_bits` (`c·windows`
+    /// exceeds the scalar's bits, so the top window's signed digit never carries out).
     #[must_use]
     pub fn windows(&self, scalar_bits: u32) -> u32 {
         (scalar_bits + 1).div_ceil(self.window_bits.max(1))
+    }
+
+    /// The windows a table covers: those of one half of a GLV-split scalar (128 bits).
+    #[must_use]
+    pub fn table_windows(&self) -> u32 {
+        self.windows(HALF_BITS)
     }
 }
 
@@ -87,7 +118,7 @@ struct Layout {
 
 /// The window shifts, in the form the bucket additions run in.
 #[derive(Clone, Debug)]
-enum Table<P: SWCurveConfig>
+enum Table<P: GLVConfig>
 where
     P::BaseField: AffineLanes,
 {
@@ -102,10 +133,17 @@ where
 /// The bases' field must have a lane form ([`AffineLanes`]: BN254's G1 and G2), which the IFMA
 /// path sums in.
 #[derive(Clone, Debug)]
-pub struct FixedBaseMsm<P: SWCurveConfig>
+pub struct FixedBaseMsm<P: GLVConfig>
 where
     P::BaseField: AffineLanes,
 {
+    /// How a scalar splits into the two halves the table's shifts cover.
+    splitter: Splitter,
+    /// Each base's row in the table, [`NO_ROW`] for the identity (whose scalar is skipped: its
+    /// entries would cost nothing but projective additions).
+    rows: Vec<u32>,
+    /// Most entries fetched at once ([`PART_ENTRIES`]; smaller in tests, to cover runs).
+    part_entries: usize,
     window_bits: u32,
     windows: usize,
     /// A shift every this many windows (`k`).
@@ -113,11 +151,11 @@ where
     /// Shifts kept per base: `ceil(windows / k)`.
     stored: usize,
     bases: usize,
-    /// Point `i·stored + s` is `2^(c·k·s)·base_i`.
+    /// Point `rows[i]·stored + s` is `2^(c·k·s)·base_i`.
     table: Table<P>,
 }
 
-impl<P: SWCurveConfig> FixedBaseMsm<P>
+impl<P: GLVConfig> FixedBaseMsm<P>
 where
     P::BaseField: AffineLanes,
 {
@@ -137,26 +175,42 @@ where
             windows,
             every,
             stored,
-        } = Self::layout(bases.len(), config)?;
+        } = Self::layout(bases, config)?;
         let step = c * u32::try_from(every).map_err(|_| ProverError::WindowBits(c))?;
-        let slices = bases
+        let mut next_row = 0_u32;
+        let rows = bases
+            .iter()
+            .map(|base| {
+                if base.infinity {
+                    NO_ROW
+                } else {
+                    next_row += 1;
+                    next_row - 1
+                }
+            })
+            .collect();
+        let finite: Vec<Affine<P>> = bases.iter().filter(|b| !b.infinity).copied().collect();
+        let slices = finite
             .chunks(SLICE)
             .map(|slice| Self::shifts(slice, stored, step));
         let table = if lanes {
             let mut points =
-                <LanePoints<P::BaseField> as RoundPoints<P>>::with_len(bases.len() * stored);
+                <LanePoints<P::BaseField> as RoundPoints<P>>::with_len(finite.len() * stored);
             for (slot, point) in slices.flatten().enumerate() {
                 RoundPoints::<P>::put(&mut points, slot, &point);
             }
             Table::Lanes(points)
         } else {
-            let mut points = Vec::with_capacity(bases.len() * stored);
+            let mut points = Vec::with_capacity(finite.len() * stored);
             for slice in slices {
                 points.extend_from_slice(&slice);
             }
             Table::Portable(points)
         };
         Ok(Self {
+            splitter: Splitter::new::<P>(),
+            rows,
+            part_entries: PART_ENTRIES,
             window_bits: c,
             windows,
             every,
@@ -197,6 +251,9 @@ where
     #[must_use]
     pub fn without_table(bases: &[Affine<P>]) -> Self {
         Self {
+            splitter: Splitter::new::<P>(),
+            rows: Vec::new(),
+            part_entries: PART_ENTRIES,
             window_bits: 0,
             windows: 0,
             every: 1,
@@ -206,13 +263,14 @@ where
         }
     }
 
-    /// Heap bytes [`new`](Self::new) would allocate for the table of `bases` bases under
-    /// `config` (for fitting tables to a memory budget before building them).
+    /// Heap bytes [`new`](Self::new) would allocate for the table of `bases` under `config`
+    /// (for fitting tables to a memory budget before building them).
     ///
     /// # Errors
     /// As [`new`](Self::new) would refuse `config`.
-    pub fn table_bytes_for(bases: usize, config: MsmConfig) -> Result<usize, ProverError> {
+    pub fn table_bytes_for(bases: &[Affine<P>], config: MsmConfig) -> Result<usize, ProverError> {
         let Layout { lanes, stored, .. } = Self::layout(bases, config)?;
+        let bases = bases.iter().filter(|b| !b.infinity).count();
         let point = if lanes {
             2 * <P::BaseField as LaneField>::WORDS * size_of::<u64>()
         } else {
@@ -222,21 +280,21 @@ where
     }
 
     /// The table's shape under `config`, or why `config` is refused.
-    fn layout(bases: usize, config: MsmConfig) -> Result<Layout, ProverError> {
+    fn layout(bases: &[Affine<P>], config: MsmConfig) -> Result<Layout, ProverError> {
         let c = config.window_bits;
         if !(MsmConfig::MIN_WINDOW_BITS..=MsmConfig::MAX_WINDOW_BITS).contains(&c) {
             return Err(ProverError::WindowBits(c));
         }
         let lanes = config.arithmetic.uses_lanes()?;
-        // c·windows > scalar bits, so the top window's digit never carries out (see `digits`).
-        let windows = usize::try_from(config.windows(P::ScalarField::MODULUS_BIT_SIZE))
+        // c·windows > a half's bits, so the top window's digit never carries out (see `digits`).
+        let windows = usize::try_from(config.table_windows())
             .map_err(|_| ProverError::WindowBits(c))?;
         // A shift every `every` windows; more than the window count keeps the same one shift.
         let every = (config.shift_every.max(1) as usize).min(windows);
         let stored = windows.div_ceil(every);
-        let entries = bases.checked_mul(stored);
+        let entries = bases.len().checked_mul(stored);
         if entries.is_none_or(|n| u32::try_from(n).is_err()) {
-            return Err(ProverError::TooManyBases(bases));
+            return Err(ProverError::TooManyBases(bases.len()));
         }
         Ok(Layout {
             lanes,
@@ -295,20 +353,14 @@ where
                 bases, scalars,
             ));
         }
-        // The scalars are split into parts with equal numbers of nonzero scalars (a finish
-        // step's assignment is mostly zeros, bunched in a few ranges of wires): one per thread,
-        // each reducing its own buckets over its own part of the table, and more where a part
-        // would hold over `part_entries` bucket entries, whose sorted copies are what an MSM
-        // holds in memory. Each part costs its own reduction of every bucket set, so a part
-        // holds at least 16 entries per bucket: a few percent more work at most.
-        let buckets = (1_usize << self.window_bits.saturating_sub(1)) * self.every;
-        let part_entries = (1_usize << 16).max(16 * buckets);
+        // One part per thread, with equal numbers of nonzero scalars (a finish step's
+        // assignment is mostly zeros, bunched in a few ranges of wires): each sums its own
+        // buckets over its own part of the table, in bounded pieces, and reduces them once.
         #[cfg(feature = "parallel")]
-        let threads = rayon::current_num_threads().max(1);
+        let parts = rayon::current_num_threads().max(1);
         #[cfg(not(feature = "parallel"))]
-        let threads = 1;
+        let parts = 1;
         let nonzero = scalars.iter().filter(|s| !s.is_zero()).count();
-        let parts = threads.max((nonzero * self.windows).div_ceil(part_entries));
         let mut bounds = vec![0_usize];
         let mut seen = 0_usize;
         for (i, scalar) in scalars.iter().enumerate() {
@@ -321,123 +373,228 @@ where
         }
         bounds.push(scalars.len());
         #[cfg(feature = "parallel")]
-        {
+        let sums = {
             use rayon::prelude::*;
-            Ok(bounds
+            bounds
                 .par_windows(2)
                 .map(|w| self.msm_range(w[0], &scalars[w[0]..w[1]]))
-                .sum())
-        }
+                .collect::<Vec<_>>()
+        };
         #[cfg(not(feature = "parallel"))]
-        Ok(bounds
+        let sums = bounds
             .windows(2)
             .map(|w| self.msm_range(w[0], &scalars[w[0]..w[1]]))
-            .sum())
+            .collect::<Vec<_>>();
+        sums.into_iter().sum()
     }
 
     /// The MSM of `scalars` against the bases from `first` on, on this thread.
-    fn msm_range(&self, first: usize, scalars: &[P::ScalarField]) -> Projective<P> {
+    fn msm_range(
+        &self,
+        first: usize,
+        scalars: &[P::ScalarField],
+    ) -> Result<Projective<P>, ProverError> {
         match &self.table {
             Table::Portable(table) => self.msm_range_in(table, first, scalars),
             Table::Lanes(table) => self.msm_range_in(table, first, scalars),
-            Table::Bases(bases) => <Projective<P> as VariableBaseMSM>::msm_unchecked(
+            Table::Bases(bases) => Ok(<Projective<P> as VariableBaseMSM>::msm_unchecked(
                 &bases[first..first + scalars.len()],
                 scalars,
-            ),
+            )),
         }
     }
 
     /// [`msm_range`](Self::msm_range) with the table's points in form `S`.
-    fn msm_range_in<S>(&self, table: &S, first: usize, scalars: &[P::ScalarField]) -> Projective<P>
+    fn msm_range_in<S>(
+        &self,
+        table: &S,
+        first: usize,
+        scalars: &[P::ScalarField],
+    ) -> Result<Projective<P>, ProverError>
     where
         S: RoundPoints<P>,
     {
         let buckets = 1_usize << (self.window_bits - 1);
         // Window j's digit goes to bucket set j mod k, against the shift kept for j div k.
         let sets = self.every;
-        // Counting sort of the bucket entries: first the digits and their counts, then the
-        // points in bucket order.
-        let mut entries: Vec<(u32, u32)> = Vec::new(); // (bucket·2 + negative, table index)
-        let mut counts = vec![0_u32; sets * buckets + 1];
+        // Every entry: (bucket·4 + φ·2 + negative, table index).
+        let mut entries: Vec<(u32, u32)> = Vec::new();
         let mut digits = Vec::with_capacity(self.windows);
         for (i, scalar) in scalars.iter().enumerate() {
-            if scalar.is_zero() {
+            let row = self.rows[first + i];
+            if scalar.is_zero() || row == NO_ROW {
                 continue;
             }
-            signed_digits(&scalar.into_bigint(), self.window_bits, &mut digits);
-            let row = (first + i) * self.stored;
-            for (j, &digit) in digits.iter().enumerate() {
-                let Some(bucket) = (digit.unsigned_abs() as usize).checked_sub(1) else {
-                    continue;
-                };
-                let bucket = (j % sets) * buckets + bucket;
-                counts[bucket + 1] += 1;
-                // `new` checked that every table index fits a u32, and a bucket index is
-                // below windows·2^19.
-                let index = u32::try_from(row + j / sets).unwrap_or(u32::MAX);
-                let bucket = u32::try_from(bucket).unwrap_or(u32::MAX >> 1);
-                entries.push((bucket << 1 | u32::from(digit < 0), index));
+            let halves = self
+                .splitter
+                .split(&scalar.into_bigint())
+                .ok_or(ProverError::ScalarSplit)?;
+            let row = row as usize * self.stored;
+            for (half, (negative, magnitude)) in halves.into_iter().enumerate() {
+                signed_digits(magnitude, self.window_bits, &mut digits);
+                for (j, &digit) in digits.iter().enumerate() {
+                    let Some(bucket) = (digit.unsigned_abs() as usize).checked_sub(1) else {
+                        continue;
+                    };
+                    let bucket = (j % sets) * buckets + bucket;
+                    // `new` checked that every table index fits a u32, and a bucket index is
+                    // below windows·2^19.
+                    let index = u32::try_from(row + j / sets).unwrap_or(u32::MAX);
+                    let bucket = u32::try_from(bucket).unwrap_or(u32::MAX >> 2);
+                    let flags = (half as u32) << 1 | u32::from((digit < 0) != negative);
+                    entries.push((bucket << 2 | flags, index));
+                }
             }
         }
-        for b in 1..counts.len() {
-            counts[b] += counts[b - 1];
+        // Each bucket's first entry in bucket order (a counting sort's bounds).
+        let mut bounds = vec![0_u32; sets * buckets + 1];
+        for &(tag, _) in &entries {
+            bounds[(tag >> 2) as usize + 1] += 1;
         }
-        let bounds = counts.clone();
-        let mut next = counts;
-        let mut points = S::with_len(entries.len());
-        for &(tag, index) in &entries {
-            let slot = &mut next[(tag >> 1) as usize];
-            points.set(*slot as usize, table, index as usize, tag & 1 == 1);
-            *slot += 1;
+        for b in 1..bounds.len() {
+            bounds[b] += bounds[b - 1];
         }
-        drop(entries);
-        let sums = bucket_sums(&points, &bounds);
-        // Each set's Σ (b+1)·sums[b] as running sums, from the highest bucket down; the sets
-        // then by Horner's rule, set o weighing 2^(c·o).
+        // Runs of consecutive buckets, at most `part_entries` entries each (or one bucket),
+        // fetched and summed to their final sums.
+        let mut runs = Vec::new(); // first bucket of each run, then the end
+        let mut b0 = 0;
+        while b0 < buckets * sets {
+            runs.push(b0);
+            let start = bounds[b0];
+            b0 += 1;
+            while b0 < buckets * sets && (bounds[b0 + 1] - start) as usize <= self.part_entries {
+                b0 += 1;
+            }
+        }
+        runs.push(buckets * sets);
+        // The entries grouped by run, each run's still in scalar order: a run's points are
+        // then fetched reading the table in order (random reads of a table of megabytes
+        // stall; the random writes into the run's buffer do not).
+        if runs.len() > 2 {
+            let mut run_of = vec![0_u32; buckets * sets];
+            for (r, w) in runs.windows(2).enumerate() {
+                run_of[w[0]..w[1]].fill(u32::try_from(r).unwrap_or(u32::MAX));
+            }
+            let mut next: Vec<u32> = runs[..runs.len() - 1].iter().map(|&b| bounds[b]).collect();
+            let mut grouped = vec![(0_u32, 0_u32); entries.len()];
+            for &entry in &entries {
+                let slot = &mut next[run_of[(entry.0 >> 2) as usize] as usize];
+                grouped[*slot as usize] = entry;
+                *slot += 1;
+            }
+            entries = grouped;
+        }
+        let mut sums: Vec<Option<Affine<P>>> = vec![None; sets * buckets];
+        for w in runs.windows(2) {
+            let (b0, b1) = (w[0], w[1]);
+            let start = bounds[b0];
+            let run = &entries[start as usize..bounds[b1] as usize];
+            if run.is_empty() {
+                continue;
+            }
+            let mut points = S::with_len(run.len());
+            let mut next: Vec<u32> = bounds[b0..b1].iter().map(|b| b - start).collect();
+            for &(tag, index) in run {
+                let slot = &mut next[(tag >> 2) as usize - b0];
+                points.set(*slot as usize, table, index as usize, tag & 1 == 1, tag & 2 == 2);
+                *slot += 1;
+            }
+            let run_bounds: Vec<u32> = bounds[b0..=b1].iter().map(|b| b - start).collect();
+            sums[b0..b1].copy_from_slice(&bucket_sums(points, &run_bounds));
+        }
+        // The sets by Horner's rule, set o weighing 2^(c·o).
         let mut total = Projective::<P>::zero();
         for set in sums.chunks(buckets).rev() {
             for _ in 0..self.window_bits {
                 total.double_in_place();
             }
-            let mut running = Projective::<P>::zero();
-            for sum in set.iter().rev() {
-                if let Some(point) = sum {
-                    running += point;
-                }
-                total += running;
-            }
+            total += weighted_sum::<P, S>(set);
         }
-        total
+        Ok(total)
     }
 }
 
-/// The signed base-`2^c` digits of `scalar`, lowest first, each in `[-2^(c-1), 2^(c-1)]`;
-/// stops after the highest nonzero digit.
-fn signed_digits<B: BigInteger>(scalar: &B, c: u32, out: &mut Vec<i32>) {
-    out.clear();
-    let limbs = scalar.as_ref();
-    let bits = limbs.len() * 64;
-    let mask = (1_u64 << c) - 1;
-    let half = 1_i64 << (c - 1);
-    let mut carry = 0_i64;
-    let mut offset = 0_usize;
-    while offset < bits {
-        let (limb, shift) = (offset / 64, offset % 64);
-        let mut raw = limbs[limb] >> shift;
-        if shift + c as usize > 64 && limb + 1 < limbs.len() {
-            raw |= limbs[limb + 1] << (64 - shift);
+/// `Σ (b+1)·sums[b]` over a power-of-two number of buckets. With `b = hi·2^h + lo`:
+/// `Σ (b+1)·S_b = 2^h·Σ hi·T_hi + Σ (lo+1)·U_lo`, where `T_hi = Σ_lo S_b` and `U_lo = Σ_hi S_b`
+/// are plain sums, taken in batch-affine rounds, and only the two weighted sums of
+/// `2^h` and `n/2^h` terms run projective.
+fn weighted_sum<P, S>(sums: &[Option<Affine<P>>]) -> Projective<P>
+where
+    P: GLVConfig,
+    S: RoundPoints<P>,
+{
+    let h = sums.len().trailing_zeros() / 2;
+    let low = 1_usize << h;
+    let by_high = group_sums::<P, S>(sums, sums.len() >> h, |b| b >> h);
+    let by_low = group_sums::<P, S>(sums, low, |b| b & (low - 1));
+    // Running sums from the top: Σ (i+1)·X_i, and Σ X_i.
+    let running = |xs: &[Option<Affine<P>>]| {
+        let (mut total, mut running) = (Projective::<P>::zero(), Projective::<P>::zero());
+        for x in xs.iter().rev() {
+            if let Some(x) = x {
+                running += x;
+            }
+            total += running;
         }
+        (total, running)
+    };
+    let (high_weighted, high_sum) = running(&by_high);
+    // Σ hi·T_hi = Σ (hi+1)·T_hi − Σ T_hi.
+    let mut result = high_weighted - high_sum;
+    for _ in 0..h {
+        result.double_in_place();
+    }
+    result + running(&by_low).0
+}
+
+/// `groups` sums of `sums`' points, point `b` going to group `key(b)`, in batch-affine rounds.
+fn group_sums<P, S>(
+    sums: &[Option<Affine<P>>],
+    groups: usize,
+    key: impl Fn(usize) -> usize,
+) -> Vec<Option<Affine<P>>>
+where
+    P: GLVConfig,
+    S: RoundPoints<P>,
+{
+    let mut bounds = vec![0_u32; groups + 1];
+    for (b, sum) in sums.iter().enumerate() {
+        bounds[key(b) + 1] += u32::from(sum.is_some());
+    }
+    for g in 1..bounds.len() {
+        bounds[g] += bounds[g - 1];
+    }
+    let mut points = S::with_len(bounds[groups] as usize);
+    let mut next = bounds.clone();
+    for (b, sum) in sums.iter().enumerate() {
+        if let Some(sum) = sum {
+            let slot = &mut next[key(b)];
+            points.put(*slot as usize, sum);
+            *slot += 1;
+        }
+    }
+    bucket_sums(points, &bounds)
+}
+
+/// The signed base-`2^c` digits of `magnitude`, lowest first, each in `[-2^(c-1), 2^(c-1)]`;
+/// stops after the highest nonzero digit.
+fn signed_digits(magnitude: u128, c: u32, out: &mut Vec<i32>) {
+    out.clear();
+    let mask = (1_u128 << c) - 1;
+    let half = 1_i64 << (c - 1);
+    let mut rest = magnitude;
+    let mut carry = 0_i64;
+    while rest != 0 || carry != 0 {
         // Both parts are below 2^20 and 1, so the sum fits an i64 with room to spare.
-        let mut digit = i64::try_from(raw & mask).unwrap_or(0) + carry;
+        let mut digit = i64::try_from(rest & mask).unwrap_or(0) + carry;
+        rest = rest.checked_shr(c).unwrap_or(0);
         carry = 0;
         if digit > half {
             digit -= 1 << c;
             carry = 1;
         }
         out.push(i32::try_from(digit).unwrap_or(0));
-        offset += c as usize;
     }
-    debug_assert_eq!(carry, 0, "the windows cover the scalar with a bit to spare");
     while out.last() == Some(&0) {
         out.pop();
     }
@@ -456,23 +613,19 @@ mod tests {
     }
 
     #[test]
-    fn digits_recompose_the_scalar() {
+    fn digits_recompose_the_magnitude() {
         let mut rng = ark_std::test_rng();
         let mut digits = Vec::new();
         for c in [2, 5, 8, 12, 13, 16, 20] {
-            for scalar in [
-                Fr::from(0u8),
-                Fr::from(1u8),
-                -Fr::from(1u8),
-                Fr::rand(&mut rng),
-            ] {
-                signed_digits(&scalar.into_bigint(), c, &mut digits);
+            for magnitude in [0, 1, u128::MAX, u128::MAX >> 1, rand::Rng::gen(&mut rng)] {
+                signed_digits(magnitude, c, &mut digits);
+                assert!(digits.len() as u32 <= (HALF_BITS + 1).div_ceil(c), "c = {c}");
                 let radix = Fr::from(1_u64 << c);
                 let value = digits.iter().rev().fold(Fr::zero(), |acc, &d| {
                     let digit = Fr::from(d.unsigned_abs());
                     acc * radix + if d < 0 { -digit } else { digit }
                 });
-                assert_eq!(value, scalar, "c = {c}");
+                assert_eq!(value, Fr::from(magnitude), "c = {c}");
                 let half = 1_i32 << (c - 1);
                 assert!(digits.iter().all(|d| (-half..=half).contains(d)));
             }
@@ -510,19 +663,23 @@ mod tests {
                 arithmetic,
                 shift_every: k,
             };
-            let msm = FixedBaseMsm::new(&bases, config).unwrap();
+            let mut msm = FixedBaseMsm::new(&bases, config).unwrap();
             assert_eq!(msm.arithmetic(), arithmetic);
             assert_eq!(
-                FixedBaseMsm::<ark_bn254::g1::Config>::table_bytes_for(bases.len(), config),
+                FixedBaseMsm::<ark_bn254::g1::Config>::table_bytes_for(&bases, config),
                 Ok(msm.table_bytes())
             );
             for scalars in &scalar_sets {
                 let expected = Some(reference(&bases, scalars));
-                assert_eq!(
-                    msm.msm(scalars).ok(),
-                    expected,
-                    "c = {c}, k = {k}, {arithmetic:?}"
-                );
+                // In one run of buckets, and in runs of at most 1 and 7 entries.
+                for part_entries in [PART_ENTRIES, 1, 7] {
+                    msm.part_entries = part_entries;
+                    assert_eq!(
+                        msm.msm(scalars).ok(),
+                        expected,
+                        "c = {c}, k = {k}, {arithmetic:?}, runs of {part_entries}"
+                    );
+                }
                 // Buckets split three ways (and, for c = 2, more threads than buckets).
                 #[cfg(feature = "parallel")]
                 {

@@ -9,7 +9,7 @@
 
 use ark_bn254::{Bn254, Fr, G1Affine, G1Projective, G2Affine, G2Projective};
 use ark_ec::CurveGroup;
-use ark_ff::{PrimeField, UniformRand, Zero};
+use ark_ff::{UniformRand, Zero};
 use ark_groth16::{Proof, ProvingKey};
 use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use ark_std::rand::{CryptoRng, RngCore};
@@ -53,31 +53,35 @@ impl core::fmt::Debug for CircomProver {
     }
 }
 
-/// The lengths of `pk`'s five queries, in the tables' order: A, B in G1, B in G2, H, L.
-fn query_lengths(pk: &ProvingKey<Bn254>) -> [usize; 5] {
-    let wires = pk.a_query.len();
-    [wires, wires, wires, pk.h_query.len(), pk.l_query.len()]
-}
-
-/// The bytes of table `i` of the five (A, B in G1, B in G2, H, L) for `bases` bases.
-fn table_bytes(i: usize, bases: usize, config: MsmConfig) -> Result<usize, ProverError> {
-    const B_G2: usize = 2;
-    if i == B_G2 {
-        FixedBaseMsm::<ark_bn254::g2::Config>::table_bytes_for(bases, config)
-    } else {
-        FixedBaseMsm::<ark_bn254::g1::Config>::table_bytes_for(bases, config)
+/// The bytes of table `i` of `pk`'s five (A, B in G1, B in G2, H, L) under `config`.
+fn table_bytes(pk: &ProvingKey<Bn254>, i: usize, config: MsmConfig) -> Result<usize, ProverError> {
+    match i {
+        0 => FixedBaseMsm::table_bytes_for(&pk.a_query, config),
+        1 => FixedBaseMsm::table_bytes_for(&pk.b_g1_query, config),
+        2 => FixedBaseMsm::table_bytes_for(&pk.b_g2_query, config),
+        3 => FixedBaseMsm::table_bytes_for(&pk.h_query, config),
+        _ => FixedBaseMsm::table_bytes_for(&pk.l_query, config),
     }
 }
 
-/// The windows of the A, B (G1), B (G2), H and L tables, of `bases` bases each: each the
-/// fastest for its size, then, while the five exceed the budget, the largest table keeps its
-/// shifts every one more window (fewer points per base for one more bucket set to reduce: far
-/// cheaper in work than widening the window, which doubles the buckets for a few points less).
+/// The windows of `pk`'s A, B (G1), B (G2), H and L tables: each the fastest for its number
+/// of bases that are not the identity, then, while the five exceed the budget, the largest
+/// table keeps its shifts every one more window (fewer points per base for one more bucket set
+/// to reduce: far cheaper in work than widening the window, which doubles the buckets for a few
+/// points less).
 fn table_configs(
-    bases: [usize; 5],
+    pk: &ProvingKey<Bn254>,
     config: &ProverConfig,
 ) -> Result<([MsmConfig; 5], usize), ProverError> {
-    let bytes = |i: usize, c: MsmConfig| table_bytes(i, bases[i], c);
+    let finite = |bases: &[G1Affine]| bases.iter().filter(|b| !b.infinity).count();
+    let bases = [
+        finite(&pk.a_query),
+        finite(&pk.b_g1_query),
+        pk.b_g2_query.iter().filter(|b| !b.infinity).count(),
+        finite(&pk.h_query),
+        finite(&pk.l_query),
+    ];
+    let bytes = |i: usize, c: MsmConfig| table_bytes(pk, i, c);
     let mut configs = bases.map(|n| MsmConfig::for_bases_with(n, config.arithmetic));
     loop {
         let mut sizes = [0_usize; 5];
@@ -91,7 +95,7 @@ fn table_configs(
         // The largest table that can still shrink, to its next smaller size.
         let mut shrink = None;
         for i in (0..5).filter(|&i| sizes[i] > 0) {
-            let windows = configs[i].windows(Fr::MODULUS_BIT_SIZE);
+            let windows = configs[i].table_windows();
             let mut next = configs[i];
             while next.shift_every < windows {
                 next.shift_every += 1;
@@ -126,7 +130,7 @@ impl CircomProver {
         if config.table_budget_bytes == 0 {
             return Ok(0);
         }
-        table_configs(query_lengths(pk), config).map(|(_, bytes)| bytes)
+        table_configs(pk, config).map(|(_, bytes)| bytes)
     }
 
     /// Builds the tables for `pk`, whose circuit has the constraint rows `a_rows` and `b_rows`
@@ -193,7 +197,7 @@ impl CircomProver {
                 FixedBaseMsm::without_table(&pk.l_query),
             )
         } else {
-            let ([a, b_g1, b_g2, h, l], _) = table_configs(query_lengths(pk), config)?;
+            let ([a, b_g1, b_g2, h, l], _) = table_configs(pk, config)?;
             (
                 FixedBaseMsm::new(&pk.a_query, a)?,
                 FixedBaseMsm::new(&pk.b_g1_query, b_g1)?,

@@ -9,7 +9,8 @@
 use std::time::Instant;
 
 use ark_bn254::Fr;
-use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
+use ark_ec::scalar_mul::glv::GLVConfig;
+use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::VariableBaseMSM;
 use ark_ff::UniformRand;
 use prover::lanes::{self, AffineLanes, Arithmetic};
@@ -20,7 +21,7 @@ use tree_bench::{fmt_duration, Stats};
 
 /// One table row per thread count and scalar shape; arkworks and our tables (portable ark-ff
 /// and, where the CPU has them, IFMA lanes) interleaved run by run.
-fn query<P: SWCurveConfig<ScalarField = Fr>>(
+fn query<P: GLVConfig<ScalarField = Fr>>(
     name: &str,
     bases: &[Affine<P>],
     options: &Options,
