@@ -23,7 +23,7 @@
 
 use ark_ec::scalar_mul::glv::GLVConfig;
 use ark_ec::short_weierstrass::{Affine, Projective};
-use ark_ec::{AdditiveGroup, CurveGroup, VariableBaseMSM};
+use ark_ec::{AdditiveGroup, CurveGroup};
 use ark_ff::{PrimeField, Zero};
 
 use crate::buckets::{bucket_sums, LanePoints, RoundPoints};
@@ -40,8 +40,6 @@ pub const PART_ENTRIES: usize = 1 << 15;
 /// A table row that does not exist: the base is the identity.
 const NO_ROW: u32 = u32::MAX;
 
-
-
 /// How a [`FixedBaseMsm`] trades table memory for work, and what arithmetic it sums with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsmConfig {
@@ -53,7 +51,8 @@ pub struct MsmConfig {
     pub arithmetic: Arithmetic,
     /// The table keeps a shift every this many windows (`k ≥ 1`): `k` times less memory, for
     /// `k` bucket sets to reduce and `c·(k−1)` doublings per MSM. 1 keeps every window's
-    /// shift; the window count keeps only the bases (a Pippenger MSM in batch-affine form).
+    /// shift; the window count or more keeps only the bases (a Pippenger MSM in batch-affine
+    /// form, [`bases_only`](Self::bases_only)).
     pub shift_every: u32,
 }
 
@@ -70,27 +69,40 @@ impl MsmConfig {
     }
 
     /// The window that minimises `entries + reduction` for `bases` bases of full-width scalars
-    /// summed with `arithmetic`. Each base adds two halves' windows of bucket entries; the
-    /// reduction costs about `2·2^(c-1)` projective additions, each worth two batch-affine ones
-    /// in ark-ff and four on IFMA lanes (measured with `msm_fixed --window`).
+    /// summed with `arithmetic`, every window's shift kept.
     #[must_use]
     pub fn for_bases_with(bases: usize, arithmetic: Arithmetic) -> Self {
-        // Ifma on a CPU without it is refused when the table is built; weigh it as lanes.
-        let weight: u64 = if arithmetic.uses_lanes().unwrap_or(true) {
-            8
-        } else {
-            4
+        Self::cheapest(bases, arithmetic, |_| 1)
+    }
+
+    /// The window that minimises `entries + reduction` for `bases` bases with no shifts kept:
+    /// the table is a copy of the bases, one bucket set per window (a Pippenger MSM in
+    /// batch-affine form, with no doublings but the `c` per set that combine the sets).
+    #[must_use]
+    pub fn bases_only(bases: usize, arithmetic: Arithmetic) -> Self {
+        Self::cheapest(bases, arithmetic, |windows| windows)
+    }
+
+    /// The window of least estimated cost for `bases` bases, `shift_every(windows)` giving the
+    /// shifts kept. Each base adds two halves' windows of bucket entries (a batch-affine
+    /// addition each); each bucket set's reduction costs about two batch-affine additions a
+    /// bucket ([`weighted_sum`]).
+    fn cheapest(bases: usize, arithmetic: Arithmetic, shift_every: impl Fn(u32) -> u32) -> Self {
+        let config = |c: u32| {
+            let windows = HALF_BITS + 1;
+            Self {
+                window_bits: c,
+                arithmetic,
+                shift_every: shift_every(windows.div_ceil(c)),
+            }
         };
         let cost = |c: u32| {
-            let entries = 2 * u64::from(HALF_BITS + 1).div_ceil(u64::from(c));
-            entries * bases as u64 + weight * (1_u64 << (c - 1))
+            let config = config(c);
+            let windows = u64::from(config.table_windows());
+            let sets = u64::from(config.shift_every.clamp(1, config.table_windows()));
+            2 * windows * bases as u64 + sets * 2 * (1_u64 << (c - 1))
         };
-        let window_bits = (4..=16).min_by_key(|&c| cost(c)).unwrap_or(12);
-        Self {
-            window_bits,
-            arithmetic,
-            shift_every: 1,
-        }
+        config((4..=16).min_by_key(|&c| cost(c)).unwrap_or(12))
     }
 
     /// The number of windows of a `scalar_bits`-bit scalar under `window_bits` (`c·windows`
@@ -124,8 +136,6 @@ where
 {
     Portable(Vec<Affine<P>>),
     Lanes(LanePoints<P::BaseField>),
-    /// No shifts: the bases themselves, summed by arkworks' Pippenger MSM (with doublings).
-    Bases(Vec<Affine<P>>),
 }
 
 /// Precomputed window shifts of fixed bases, for MSMs against any scalars of their field.
@@ -245,24 +255,6 @@ where
         Projective::normalize_batch(&projective)
     }
 
-    /// The bases without a table: nothing is precomputed (no build time, no memory beyond the
-    /// bases), and each MSM is arkworks' Pippenger MSM with its doublings, as a prover without
-    /// tables runs it. What proves while the tables are still being built.
-    #[must_use]
-    pub fn without_table(bases: &[Affine<P>]) -> Self {
-        Self {
-            splitter: Splitter::new::<P>(),
-            rows: Vec::new(),
-            part_entries: PART_ENTRIES,
-            window_bits: 0,
-            windows: 0,
-            every: 1,
-            stored: 0,
-            bases: bases.len(),
-            table: Table::Bases(bases.to_vec()),
-        }
-    }
-
     /// Heap bytes [`new`](Self::new) would allocate for the table of `bases` under `config`
     /// (for fitting tables to a memory budget before building them).
     ///
@@ -320,7 +312,7 @@ where
     #[must_use]
     pub fn table_bytes(&self) -> usize {
         match &self.table {
-            Table::Portable(points) | Table::Bases(points) => {
+            Table::Portable(points) => {
                 points.capacity() * size_of::<Affine<P>>()
             }
             Table::Lanes(points) => points.bytes(),
@@ -331,7 +323,7 @@ where
     #[must_use]
     pub fn arithmetic(&self) -> Arithmetic {
         match self.table {
-            Table::Portable(_) | Table::Bases(_) => Arithmetic::Portable,
+            Table::Portable(_) => Arithmetic::Portable,
             Table::Lanes(_) => Arithmetic::Ifma,
         }
     }
@@ -346,12 +338,6 @@ where
                 expected: self.bases,
                 got: scalars.len(),
             });
-        }
-        if let Table::Bases(bases) = &self.table {
-            // Parallel over rayon's threads with the `parallel` feature, as arkworks does.
-            return Ok(<Projective<P> as VariableBaseMSM>::msm_unchecked(
-                bases, scalars,
-            ));
         }
         // One part per thread, with equal numbers of nonzero scalars (a finish step's
         // assignment is mostly zeros, bunched in a few ranges of wires): each sums its own
@@ -397,10 +383,6 @@ where
         match &self.table {
             Table::Portable(table) => self.msm_range_in(table, first, scalars),
             Table::Lanes(table) => self.msm_range_in(table, first, scalars),
-            Table::Bases(bases) => Ok(<Projective<P> as VariableBaseMSM>::msm_unchecked(
-                &bases[first..first + scalars.len()],
-                scalars,
-            )),
         }
     }
 

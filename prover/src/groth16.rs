@@ -15,6 +15,7 @@ use ark_poly::{EvaluationDomain, Radix2EvaluationDomain};
 use ark_std::rand::{CryptoRng, RngCore};
 use zeroize::Zeroizing;
 
+use crate::fft::Fft;
 use crate::{FixedBaseMsm, MsmConfig, ProverConfig, ProverError};
 
 /// One constraint's linear combination: (coefficient, wire) pairs.
@@ -38,6 +39,8 @@ pub struct CircomProver {
     /// Wires that are public: the constant 1 and the public signals.
     public_wires: usize,
     domain: Radix2EvaluationDomain<Fr>,
+    /// The constraint domain's FFTs.
+    fft: Fft,
     /// The doubled domain's generator: the coset H is evaluated on.
     coset: Fr,
 }
@@ -68,7 +71,7 @@ fn table_bytes(pk: &ProvingKey<Bn254>, i: usize, config: MsmConfig) -> Result<us
 /// of bases that are not the identity, then, while the five exceed the budget, the largest
 /// table keeps its shifts every one more window (fewer points per base for one more bucket set
 /// to reduce: far cheaper in work than widening the window, which doubles the buckets for a few
-/// points less).
+/// points less). A budget of 0 keeps no shifts: each table is its bases.
 fn table_configs(
     pk: &ProvingKey<Bn254>,
     config: &ProverConfig,
@@ -82,6 +85,14 @@ fn table_configs(
         finite(&pk.l_query),
     ];
     let bytes = |i: usize, c: MsmConfig| table_bytes(pk, i, c);
+    if config.table_budget_bytes == 0 {
+        let configs = bases.map(|n| MsmConfig::bases_only(n, config.arithmetic));
+        let mut total = 0;
+        for (i, c) in configs.iter().enumerate() {
+            total += bytes(i, *c)?;
+        }
+        return Ok((configs, total));
+    }
     let mut configs = bases.map(|n| MsmConfig::for_bases_with(n, config.arithmetic));
     loop {
         let mut sizes = [0_usize; 5];
@@ -127,9 +138,6 @@ impl CircomProver {
         pk: &ProvingKey<Bn254>,
         config: &ProverConfig,
     ) -> Result<usize, ProverError> {
-        if config.table_budget_bytes == 0 {
-            return Ok(0);
-        }
         table_configs(pk, config).map(|(_, bytes)| bytes)
     }
 
@@ -187,25 +195,15 @@ impl CircomProver {
         if pk.h_query.len() != domain.size() {
             return Err(shape("H query is not the size of the constraint domain"));
         }
-        // A budget of 0: no tables at all (arkworks' MSMs over the key's own points).
-        let (a, b_g1, b_g2, h, l) = if config.table_budget_bytes == 0 {
-            (
-                FixedBaseMsm::without_table(&pk.a_query),
-                FixedBaseMsm::without_table(&pk.b_g1_query),
-                FixedBaseMsm::without_table(&pk.b_g2_query),
-                FixedBaseMsm::without_table(&pk.h_query),
-                FixedBaseMsm::without_table(&pk.l_query),
-            )
-        } else {
-            let ([a, b_g1, b_g2, h, l], _) = table_configs(pk, config)?;
-            (
-                FixedBaseMsm::new(&pk.a_query, a)?,
-                FixedBaseMsm::new(&pk.b_g1_query, b_g1)?,
-                FixedBaseMsm::new(&pk.b_g2_query, b_g2)?,
-                FixedBaseMsm::new(&pk.h_query, h)?,
-                FixedBaseMsm::new(&pk.l_query, l)?,
-            )
-        };
+        // A budget of 0: no shifts, the bases alone (a Pippenger MSM over each query).
+        let ([a, b_g1, b_g2, h, l], _) = table_configs(pk, config)?;
+        let (a, b_g1, b_g2, h, l) = (
+            FixedBaseMsm::new(&pk.a_query, a)?,
+            FixedBaseMsm::new(&pk.b_g1_query, b_g1)?,
+            FixedBaseMsm::new(&pk.b_g2_query, b_g2)?,
+            FixedBaseMsm::new(&pk.h_query, h)?,
+            FixedBaseMsm::new(&pk.l_query, l)?,
+        );
         Ok(Self {
             alpha_g1: pk.vk.alpha_g1,
             beta_g1: pk.beta_g1,
@@ -220,6 +218,7 @@ impl CircomProver {
             a_rows: a_rows.to_vec(),
             b_rows: b_rows.to_vec(),
             public_wires,
+            fft: Fft::new(&domain),
             domain,
             coset,
         })
@@ -427,13 +426,8 @@ impl CircomProver {
                 .collect::<Vec<Fr>>(),
         );
         for v in [&mut *a, &mut *b, &mut *c] {
-            self.domain.ifft_in_place(v);
-            Radix2EvaluationDomain::distribute_powers_and_mul_by_const(
-                v,
-                self.coset,
-                Fr::from(1u8),
-            );
-            self.domain.fft_in_place(v);
+            self.fft.inverse_then_shift(v, self.coset);
+            self.fft.forward(v);
         }
         Ok(a.iter()
             .zip(b.iter())

@@ -22,6 +22,7 @@
 mod buckets;
 mod config;
 mod error;
+mod fft;
 mod fixed_msm;
 mod glv;
 mod groth16;

@@ -6,7 +6,8 @@
 #![allow(clippy::expect_used)]
 
 use ark_bn254::Fr;
-use ark_ec::short_weierstrass::{Affine, Projective, SWCurveConfig};
+use ark_ec::scalar_mul::glv::GLVConfig;
+use ark_ec::short_weierstrass::{Affine, Projective};
 use ark_ec::VariableBaseMSM;
 use ark_ff::UniformRand;
 use prover::lanes::{ifma_available, AffineLanes, Arithmetic};
@@ -16,7 +17,7 @@ use rand::{rngs::StdRng, SeedableRng};
 
 mod common;
 
-fn check<P: SWCurveConfig<ScalarField = Fr>>(
+fn check<P: GLVConfig<ScalarField = Fr>>(
     name: &str,
     bases: &[Affine<P>],
     real: &[Fr],
@@ -26,10 +27,24 @@ where
     Projective<P>: VariableBaseMSM<MulBase = Affine<P>, ScalarField = Fr>,
     P::BaseField: AffineLanes,
 {
-    let mut tables = vec![FixedBaseMsm::new(
-        bases,
-        MsmConfig::for_bases_with(bases.len(), Arithmetic::Portable),
-    )?];
+    // Every shift kept, a shift every other window, and the bases alone.
+    let mut tables = vec![
+        FixedBaseMsm::new(
+            bases,
+            MsmConfig::for_bases_with(bases.len(), Arithmetic::Portable),
+        )?,
+        FixedBaseMsm::new(
+            bases,
+            MsmConfig {
+                shift_every: 2,
+                ..MsmConfig::for_bases_with(bases.len(), Arithmetic::Portable)
+            },
+        )?,
+        FixedBaseMsm::new(
+            bases,
+            MsmConfig::bases_only(bases.len(), Arithmetic::Portable),
+        )?,
+    ];
     if ifma_available() {
         let lanes = MsmConfig::for_bases_with(bases.len(), Arithmetic::Ifma);
         tables.push(FixedBaseMsm::new(bases, lanes)?);
