@@ -36,10 +36,24 @@ LIBRLN_ARITHMETIC=portable ./harness-canopy-asan prove "$FIXTURE" "proof-portabl
 if LIBRLN_ARITHMETIC=fast ./harness-canopy-asan prove "$FIXTURE" x.bin > /dev/null 2>&1; then
   echo "FAIL: an unknown LIBRLN_ARITHMETIC was accepted" >&2; exit 1
 fi
-# A small table budget (wider windows, other bucket sums): its proofs are checked below too.
-LIBRLN_TABLE_BUDGET_MIB=16 ./harness-canopy-asan prove "$FIXTURE" "proof-budget16.bin" > prove-budget16.txt
+# Proofs made with the tables built (LIBRLN_WAIT_FOR_TABLES=1; the ones above may come before
+# them, from the bases alone) at the default budget, a smaller one (a shift every few windows)
+# and an ample one (every shift), on the default arithmetic and the portable one; and with no
+# tables at all (budget 0). Their proofs are checked below too.
+BUDGET_PROOFS=()
+for budget in "" 4 256 0; do
+  for arithmetic in auto portable; do
+    name="proof-budget${budget:-default}-$arithmetic.bin"
+    LIBRLN_WAIT_FOR_TABLES=1 LIBRLN_TABLE_BUDGET_MIB=$budget LIBRLN_ARITHMETIC=$arithmetic \
+      ./harness-canopy-asan prove "$FIXTURE" "$name" > "${name%.bin}.txt"
+    BUDGET_PROOFS+=("$name" "$name.partial")
+  done
+done
 if LIBRLN_TABLE_BUDGET_MIB=lots ./harness-canopy-asan prove "$FIXTURE" x.bin > /dev/null 2>&1; then
   echo "FAIL: a malformed LIBRLN_TABLE_BUDGET_MIB was accepted" >&2; exit 1
+fi
+if LIBRLN_WAIT_FOR_TABLES=yes ./harness-canopy-asan prove "$FIXTURE" x.bin > /dev/null 2>&1; then
+  echo "FAIL: a malformed LIBRLN_WAIT_FOR_TABLES was accepted" >&2; exit 1
 fi
 if ! diff -u golden-zerokit.txt golden-canopy.txt; then
   echo "FAIL: deterministic outputs differ" >&2; exit 1
@@ -47,7 +61,7 @@ fi
 echo "golden: identical ($(wc -l < golden-canopy.txt) lines)"
 
 for proof in proof-zerokit.bin proof-zerokit.bin.partial proof-canopy.bin proof-canopy.bin.partial \
-    proof-portable.bin proof-portable.bin.partial proof-budget16.bin proof-budget16.bin.partial; do
+    proof-portable.bin proof-portable.bin.partial "${BUDGET_PROOFS[@]}"; do
   for lib in zerokit canopy; do
     ./harness-$lib-asan check "$FIXTURE" "$proof" > "check-$lib-$(basename "$proof").txt"
   done

@@ -60,6 +60,9 @@ pub enum EngineError {
     /// `LIBRLN_TABLE_BUDGET_MIB` is not a whole number of MiB.
     #[error("LIBRLN_TABLE_BUDGET_MIB={0}: expected a whole number of MiB (the prover tables' memory budget)")]
     TableBudget(String),
+    /// `LIBRLN_WAIT_FOR_TABLES` is neither 0 nor 1.
+    #[error("LIBRLN_WAIT_FOR_TABLES={0}: expected 0 (build the tables in the background) or 1 (before ffi_rln_new returns)")]
+    WaitForTables(String),
     /// Two shares with the same `x`.
     #[error("Cannot recover secret: division by zero (shares have the same x value)")]
     DivisionByZero,
@@ -209,6 +212,7 @@ impl Rln {
             arithmetic: arithmetic_from_env()?,
             table_budget_bytes: table_budget_from_env()?.unwrap_or(defaults.table_budget_bytes),
         };
+        let wait = wait_for_tables_from_env()?;
         // A budget too small for any table is refused now, not at the first proof.
         CircomProver::table_bytes_for(&zkey.pk, &config).map_err(EngineError::Key)?;
         let graph = Arc::new(graph);
@@ -254,12 +258,16 @@ impl Rln {
                 )))
             }
         };
-        Ok(Self {
+        let rln = Self {
             tables: Mutex::new(tables),
             without_tables,
             verifier,
             depth,
-        })
+        };
+        if wait {
+            rln.wait_for_tables()?;
+        }
+        Ok(rln)
     }
 
     /// The prover with tables once they are built, the one without them until then.
@@ -431,6 +439,25 @@ fn table_budget_from_env() -> Result<Option<usize>, EngineError> {
             .ok_or(EngineError::TableBudget(value)),
         Err(std::env::VarError::NotUnicode(_)) => {
             Err(EngineError::TableBudget("(not UTF-8)".into()))
+        }
+    }
+}
+
+/// The environment variable that makes `ffi_rln_new` return only once the prover tables are
+/// built (`1`; default `0`: they build in the background while proofs are made without them):
+/// every proof at full speed, for a slower start.
+pub const WAIT_FOR_TABLES_VAR: &str = "LIBRLN_WAIT_FOR_TABLES";
+
+fn wait_for_tables_from_env() -> Result<bool, EngineError> {
+    match std::env::var(WAIT_FOR_TABLES_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(false),
+        Ok(value) => match value.as_str() {
+            "" | "0" => Ok(false),
+            "1" => Ok(true),
+            other => Err(EngineError::WaitForTables(other.to_owned())),
+        },
+        Err(std::env::VarError::NotUnicode(_)) => {
+            Err(EngineError::WaitForTables("(not UTF-8)".into()))
         }
     }
 }

@@ -279,8 +279,8 @@ where
         }
         let lanes = config.arithmetic.uses_lanes()?;
         // c·windows > a half's bits, so the top window's digit never carries out (see `digits`).
-        let windows = usize::try_from(config.table_windows())
-            .map_err(|_| ProverError::WindowBits(c))?;
+        let windows =
+            usize::try_from(config.table_windows()).map_err(|_| ProverError::WindowBits(c))?;
         // A shift every `every` windows; more than the window count keeps the same one shift.
         let every = (config.shift_every.max(1) as usize).min(windows);
         let stored = windows.div_ceil(every);
@@ -312,9 +312,7 @@ where
     #[must_use]
     pub fn table_bytes(&self) -> usize {
         match &self.table {
-            Table::Portable(points) => {
-                points.capacity() * size_of::<Affine<P>>()
-            }
+            Table::Portable(points) => points.capacity() * size_of::<Affine<P>>(),
             Table::Lanes(points) => points.bytes(),
         }
     }
@@ -423,7 +421,7 @@ where
                     // below windows·2^19.
                     let index = u32::try_from(row + j / sets).unwrap_or(u32::MAX);
                     let bucket = u32::try_from(bucket).unwrap_or(u32::MAX >> 2);
-                    let flags = (half as u32) << 1 | u32::from((digit < 0) != negative);
+                    let flags = u32::from(half == 1) << 1 | u32::from((digit < 0) != negative);
                     entries.push((bucket << 2 | flags, index));
                 }
             }
@@ -478,7 +476,13 @@ where
             let mut next: Vec<u32> = bounds[b0..b1].iter().map(|b| b - start).collect();
             for &(tag, index) in run {
                 let slot = &mut next[(tag >> 2) as usize - b0];
-                points.set(*slot as usize, table, index as usize, tag & 1 == 1, tag & 2 == 2);
+                points.set(
+                    *slot as usize,
+                    table,
+                    index as usize,
+                    tag & 1 == 1,
+                    tag & 2 == 2,
+                );
                 *slot += 1;
             }
             let run_bounds: Vec<u32> = bounds[b0..=b1].iter().map(|b| b - start).collect();
@@ -601,7 +605,10 @@ mod tests {
         for c in [2, 5, 8, 12, 13, 16, 20] {
             for magnitude in [0, 1, u128::MAX, u128::MAX >> 1, rand::Rng::gen(&mut rng)] {
                 signed_digits(magnitude, c, &mut digits);
-                assert!(digits.len() as u32 <= (HALF_BITS + 1).div_ceil(c), "c = {c}");
+                assert!(
+                    digits.len() <= (HALF_BITS + 1).div_ceil(c) as usize,
+                    "c = {c}"
+                );
                 let radix = Fr::from(1_u64 << c);
                 let value = digits.iter().rev().fold(Fr::zero(), |acc, &d| {
                     let digit = Fr::from(d.unsigned_abs());

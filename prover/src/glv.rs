@@ -49,7 +49,7 @@ impl Splitter {
             word
         });
         let rounding = |magnitude: &<P::ScalarField as PrimeField>::BigInt| {
-            let magnitude: BigUint = magnitude.clone().into();
+            let magnitude: BigUint = (*magnitude).into();
             let g: BigUint = (magnitude << 384_u32) / &modulus;
             let digits = g.to_u64_digits();
             let mut limbs = [0_u64; 5];
@@ -81,10 +81,7 @@ impl Splitter {
         });
         let [n11, n12, n21, n22] = &self.basis;
         // k₁ = k − β₁·n₁₁ − β₂·n₂₁,  k₂ = −β₁·n₁₂ − β₂·n₂₂.
-        let k1 = sub(
-            sub(k, mul_low(&beta[0], n11)),
-            mul_low(&beta[1], n21),
-        );
+        let k1 = sub(sub(k, mul_low(&beta[0], n11)), mul_low(&beta[1], n21));
         let k2 = negate(add(mul_low(&beta[0], n12), mul_low(&beta[1], n22)));
         Some([small(k1)?, small(k2)?])
     }
@@ -99,6 +96,8 @@ fn limbs4(limbs: &[u64]) -> Word4 {
     word
 }
 
+// Limb arithmetic keeps the low 64 bits of each 128-bit product on purpose.
+#[allow(clippy::cast_possible_truncation)]
 /// `⌊a·g / 2^384⌋` for a 256-bit `a` and 320-bit `g` (here below 2^129: the low limbs of the
 /// 576-bit result suffice).
 fn high_product(a: &Word4, g: &[u64; 5]) -> Word4 {
@@ -116,6 +115,7 @@ fn high_product(a: &Word4, g: &[u64; 5]) -> Word4 {
 }
 
 /// `a·b mod 2^256`.
+#[allow(clippy::cast_possible_truncation)]
 fn mul_low(a: &Word4, b: &Word4) -> Word4 {
     let mut out = [0_u64; 4];
     for i in 0..4 {
@@ -154,7 +154,8 @@ fn negate(a: Word4) -> Word4 {
 
 /// The signed value of `a` as (negative, magnitude), if the magnitude is below 2^128.
 fn small(a: Word4) -> Option<Half> {
-    let magnitude = |w: Word4| (w[2] == 0 && w[3] == 0).then(|| u128::from(w[0]) | u128::from(w[1]) << 64);
+    let magnitude =
+        |w: Word4| (w[2] == 0 && w[3] == 0).then(|| u128::from(w[0]) | u128::from(w[1]) << 64);
     if a[3] >> 63 == 0 {
         magnitude(a).map(|m| (false, m))
     } else {
@@ -195,11 +196,16 @@ mod tests {
         scalars.extend((0..5_000).map(|_| Fr::rand(&mut rng)));
         // Near multiples of r/2^j, where the rounding changes.
         for j in 1..=254_u32 {
-            let half = Fr::from(2u8).pow([u64::from(j)]).inverse().unwrap_or_default();
+            let half = Fr::from(2u8)
+                .pow([u64::from(j)])
+                .inverse()
+                .unwrap_or_default();
             scalars.extend([half, half + Fr::from(1u8), half - Fr::from(1u8), -half]);
         }
         for k in scalars {
-            let [k1, k2] = splitter.split(&k.into_bigint()).expect("halves below 2^128");
+            let [k1, k2] = splitter
+                .split(&k.into_bigint())
+                .expect("halves below 2^128");
             assert_eq!(signed(k1) + P::LAMBDA * signed(k2), k, "{k}");
         }
     }
