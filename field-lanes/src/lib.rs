@@ -422,7 +422,10 @@ mod tests {
             assert_eq!(*inv, v.inverse().unwrap_or_default());
         }
         for v in &fq2 {
-            let (by, base) = (Fq2::rand(&mut rng), Fq2::new(Fq::rand(&mut rng), Fq::zero()));
+            let (by, base) = (
+                Fq2::rand(&mut rng),
+                Fq2::new(Fq::rand(&mut rng), Fq::zero()),
+            );
             for by in [by, base] {
                 let mut scaled = *v;
                 scaled.scale_by(&by);

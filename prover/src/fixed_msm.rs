@@ -152,7 +152,8 @@ where
     /// Each base's row in the table, [`NO_ROW`] for the identity (whose scalar is skipped: its
     /// entries would cost nothing but projective additions).
     rows: Vec<u32>,
-    /// Most entries fetched at once ([`PART_ENTRIES`]; smaller in tests, to cover runs).
+    /// Most entries fetched at once, by all threads together ([`PART_ENTRIES`]; smaller in
+    /// tests, to cover runs).
     part_entries: usize,
     window_bits: u32,
     windows: usize,
@@ -356,31 +357,35 @@ where
             }
         }
         bounds.push(scalars.len());
+        // The parts share the working memory one MSM may hold.
+        let run_entries = (self.part_entries / parts).max(1);
         #[cfg(feature = "parallel")]
         let sums = {
             use rayon::prelude::*;
             bounds
                 .par_windows(2)
-                .map(|w| self.msm_range(w[0], &scalars[w[0]..w[1]]))
+                .map(|w| self.msm_range(w[0], &scalars[w[0]..w[1]], run_entries))
                 .collect::<Vec<_>>()
         };
         #[cfg(not(feature = "parallel"))]
         let sums = bounds
             .windows(2)
-            .map(|w| self.msm_range(w[0], &scalars[w[0]..w[1]]))
+            .map(|w| self.msm_range(w[0], &scalars[w[0]..w[1]], run_entries))
             .collect::<Vec<_>>();
         sums.into_iter().sum()
     }
 
-    /// The MSM of `scalars` against the bases from `first` on, on this thread.
+    /// The MSM of `scalars` against the bases from `first` on, on this thread, fetching at
+    /// most `run_entries` points at once.
     fn msm_range(
         &self,
         first: usize,
         scalars: &[P::ScalarField],
+        run_entries: usize,
     ) -> Result<Projective<P>, ProverError> {
         match &self.table {
-            Table::Portable(table) => self.msm_range_in(table, first, scalars),
-            Table::Lanes(table) => self.msm_range_in(table, first, scalars),
+            Table::Portable(table) => self.msm_range_in(table, first, scalars, run_entries),
+            Table::Lanes(table) => self.msm_range_in(table, first, scalars, run_entries),
         }
     }
 
@@ -390,6 +395,7 @@ where
         table: &S,
         first: usize,
         scalars: &[P::ScalarField],
+        run_entries: usize,
     ) -> Result<Projective<P>, ProverError>
     where
         S: RoundPoints<P>,
@@ -442,7 +448,7 @@ where
             runs.push(b0);
             let start = bounds[b0];
             b0 += 1;
-            while b0 < buckets * sets && (bounds[b0 + 1] - start) as usize <= self.part_entries {
+            while b0 < buckets * sets && (bounds[b0 + 1] - start) as usize <= run_entries {
                 b0 += 1;
             }
         }
