@@ -43,6 +43,10 @@ pub struct CanopyConfig {
     pub jsonrpc: eth_endpoint::EndpointConfig,
     /// A PostgreSQL database (`db = "postgres://…"`): standby, lease, reconnects, replicas.
     pub postgres: PostgresConfig,
+    /// The RLN prover of `demo`: its tables' memory budget (`table_budget_bytes`, default
+    /// 16 MiB; 0 keeps the bases alone) and arithmetic (`auto`, `portable`, `ifma`).
+    #[cfg(feature = "rln")]
+    pub prover: rln_glue::proving::ProverConfig,
 }
 
 /// How `follow` and `serve` hold a tree in a PostgreSQL database.
@@ -114,6 +118,8 @@ impl Default for CanopyConfig {
             server: ServerConfig::default(),
             jsonrpc: eth_endpoint::EndpointConfig::default(),
             postgres: PostgresConfig::default(),
+            #[cfg(feature = "rln")]
+            prover: rln_glue::proving::ProverConfig::default(),
         }
     }
 }

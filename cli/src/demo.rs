@@ -52,6 +52,7 @@ pub fn run(
     members: u64,
     blocks: u64,
     engine: tree_engines::Engine,
+    settings: &crate::config::CanopyConfig,
     json: bool,
 ) -> Result<Output, CliError> {
     if blocks < 3 || members < blocks {
@@ -150,7 +151,7 @@ pub fn run(
         "member {member}: Merkle witness of {} siblings, verified: {merkle_ok}",
         witness.path_elements.len()
     ));
-    let (rln, verify_request) = rln_proof(&tree, &witness, &mut say)?.unzip();
+    let (rln, verify_request) = rln_proof(&tree, &witness, settings, &mut say)?.unzip();
     Ok(Output {
         text: String::new(),
         json: json!({
@@ -175,11 +176,12 @@ pub fn run(
 fn rln_proof(
     tree: &Tree,
     witness: &RlnWitness,
+    config: &crate::config::CanopyConfig,
     say: &mut impl FnMut(String),
 ) -> Result<Option<(bool, serde_json::Value)>, CliError> {
     use rln_glue::verifier::RlnVerifier;
     let started = Instant::now();
-    let prover = rln_glue::proving::RlnProver::load().map_err(CliError::rln)?;
+    let prover = rln_glue::proving::RlnProver::load_with(&config.prover).map_err(CliError::rln)?;
     let load_ms = started.elapsed().as_secs_f64() * 1e3;
     let started = Instant::now();
     let (proof, _) = prover
@@ -215,6 +217,7 @@ fn rln_proof(
 fn rln_proof(
     _: &Tree,
     _: &RlnWitness,
+    _: &crate::config::CanopyConfig,
     say: &mut impl FnMut(String),
 ) -> Result<Option<(bool, serde_json::Value)>, CliError> {
     say("RLN proof skipped (built without the `rln` feature)".into());

@@ -74,6 +74,9 @@ enum Command {
         /// Storage engine of the demo's database: sled or redb.
         #[arg(long, default_value_t = tree_engines::Engine::Sled)]
         engine: tree_engines::Engine,
+        /// Configuration file (TOML): its `[prover]` section (table budget, arithmetic).
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
     /// Creates an empty tree.
     Init {
@@ -449,6 +452,13 @@ fn settings(cli: &Cli) -> Result<(Option<CanopyConfig>, config::LogConfig), CliE
         color: cli.color,
     };
     let (file, flags) = match &cli.command {
+        Command::Demo { config, .. } => (
+            config,
+            FlagLayer {
+                log,
+                ..FlagLayer::default()
+            },
+        ),
         Command::Follow {
             rpc,
             quorum,
@@ -552,9 +562,17 @@ fn main() -> ExitCode {
                 members,
                 blocks,
                 engine,
+                ..
             },
-            _,
-        ) => demo::run(db, members, blocks, engine, cli.json),
+            config,
+        ) => demo::run(
+            db,
+            members,
+            blocks,
+            engine,
+            &config.unwrap_or_default(),
+            cli.json,
+        ),
         (
             Command::Init {
                 db: path,

@@ -7,7 +7,10 @@ use ark_bn254::Bn254;
 use ark_groth16::Proof;
 use hasher::Fr;
 use prover::rln::RlnCircuit;
-use prover::{PartialParts, ProverConfig, ProverError};
+/// The prover's start-up choices (table memory budget, arithmetic), as `canopy`'s `[prover]`
+/// configuration section and librln's environment take them.
+pub use prover::ProverConfig;
+use prover::{PartialParts, ProverError};
 use rand::{CryptoRng, RngCore};
 use zeroize::Zeroizing;
 
