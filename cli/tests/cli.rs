@@ -476,17 +476,26 @@ fn demo_proves_a_member_with_a_real_rln_proof() {
     // The `[prover]` section: no tables (the bases alone) still proves; a budget no table
     // fits and a misspelt key are one-line errors.
     let config = dir.path().join("prover.toml");
-    write(&config, "[prover]\ntable_budget_bytes = 0\narithmetic = \"portable\"\n");
+    write(
+        &config,
+        "[prover]\ntable_budget_bytes = 0\narithmetic = \"portable\"\n",
+    );
     let config = config.to_str().unwrap();
     let demo = ["demo", "--members", "40", "--blocks", "3", "--config"];
     let out = ok_json(&[&demo[..], &[config]].concat());
     assert_eq!(out["rln_proof_verified"], true);
     let small = dir.path().join("small.toml");
     write(&small, "[prover]\ntable_budget_bytes = 1000\n");
-    fails_with(&[&demo[..], &[small.to_str().unwrap()]].concat(), "the budget is 1000");
+    fails_with(
+        &[&demo[..], &[small.to_str().unwrap()]].concat(),
+        "the budget is 1000",
+    );
     let typo = dir.path().join("typo.toml");
     write(&typo, "[prover]\ntable_budget = 0\n");
-    fails_with(&[&demo[..], &[typo.to_str().unwrap()]].concat(), "table_budget");
+    fails_with(
+        &[&demo[..], &[typo.to_str().unwrap()]].concat(),
+        "table_budget",
+    );
 }
 
 /// `canopy serve` answers a real HTTP client on loopback while it applies an events file;

@@ -177,7 +177,7 @@ enum Tables {
 #[derive(Debug)]
 pub struct Rln {
     tables: Mutex<Tables>,
-    /// Proves while the tables are still being built: the key's own points, arkworks' MSMs.
+    /// Proves while the tables are still being built: the key's bases alone (a budget of 0).
     without_tables: Arc<RlnProver>,
     verifier: RlnVerifier,
     depth: usize,

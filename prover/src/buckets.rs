@@ -240,3 +240,55 @@ impl<P: GLVConfig<BaseField = F>, F: AffineLanes> RoundPoints<P> for LanePoints<
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ark_ec::AffineRepr;
+    use ark_std::UniformRand;
+
+    /// Gathering a point (negated, mapped by `φ`, or both) gives the same point in lane form as
+    /// in ark-ff form; the conversions need no IFMA, so this runs on every CPU.
+    fn gathers_alike<P: GLVConfig>()
+    where
+        P::BaseField: AffineLanes,
+    {
+        let mut rng = ark_std::test_rng();
+        let mut points: Vec<Affine<P>> = (0..8).map(|_| Affine::rand(&mut rng)).collect();
+        points.push(Affine::identity());
+        let mut lanes = <LanePoints<P::BaseField> as RoundPoints<P>>::with_len(points.len());
+        for (slot, point) in points.iter().enumerate() {
+            RoundPoints::<P>::put(&mut lanes, slot, point);
+        }
+        for (index, point) in points.iter().enumerate() {
+            for (negate, endo) in [(false, false), (true, false), (false, true), (true, true)] {
+                let mut portable = <Vec<Affine<P>> as RoundPoints<P>>::with_len(1);
+                portable.set(0, &points, index, negate, endo);
+                let mut lane = <LanePoints<P::BaseField> as RoundPoints<P>>::with_len(1);
+                RoundPoints::<P>::set(&mut lane, 0, &lanes, index, negate, endo);
+                let expected = if point.is_zero() {
+                    Affine::identity()
+                } else {
+                    let mapped = if endo {
+                        P::endomorphism_affine(point)
+                    } else {
+                        *point
+                    };
+                    if negate {
+                        -mapped
+                    } else {
+                        mapped
+                    }
+                };
+                assert_eq!(portable[0], expected);
+                assert_eq!(RoundPoints::<P>::affine(&lane, 0), expected);
+            }
+        }
+    }
+
+    #[test]
+    fn lane_and_portable_gathers_agree() {
+        gathers_alike::<ark_bn254::g1::Config>();
+        gathers_alike::<ark_bn254::g2::Config>();
+    }
+}
