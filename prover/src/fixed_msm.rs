@@ -11,7 +11,7 @@
 //!   multiplications instead of the eleven of a mixed projective addition.
 //! - Bounded working memory: an MSM's bucket entries are gathered as 8-byte references and
 //!   counted by bucket; the points themselves are fetched for a run of consecutive buckets of
-//!   at most [`PART_ENTRIES`] entries at a time, each run summed to its buckets' final sums. So
+//!   at most [`RUN_ENTRIES`] entries at a time, each run summed to its buckets' final sums. So
 //!   an MSM of any size holds its references, one run's points, and one sum per bucket.
 //! - The bucket reduction `Σ (b+1)·S_b` in batch-affine form too: with `b = hi·2^h + lo`, the
 //!   sums over `lo` and over `hi` are plain sums (batch-affine rounds), and only their two short
@@ -35,7 +35,7 @@ use crate::ProverError;
 /// bucket with more is fetched alone): what bounds its working memory beyond the 8 bytes of
 /// each entry's reference, about 110 bytes an entry for G1 and 210 for G2 with the rounds'
 /// buffer.
-pub const PART_ENTRIES: usize = 1 << 15;
+pub const RUN_ENTRIES: usize = 1 << 15;
 
 /// A table row that does not exist: the base is the identity.
 const NO_ROW: u32 = u32::MAX;
@@ -152,9 +152,9 @@ where
     /// Each base's row in the table, [`NO_ROW`] for the identity (whose scalar is skipped: its
     /// entries would cost nothing but projective additions).
     rows: Vec<u32>,
-    /// Most entries fetched at once, by all threads together ([`PART_ENTRIES`]; smaller in
+    /// Most entries fetched at once, by all threads together ([`RUN_ENTRIES`]; smaller in
     /// tests, to cover runs).
-    part_entries: usize,
+    run_limit: usize,
     window_bits: u32,
     windows: usize,
     /// A shift every this many windows (`k`).
@@ -221,7 +221,7 @@ where
         Ok(Self {
             splitter: Splitter::new::<P>(),
             rows,
-            part_entries: PART_ENTRIES,
+            run_limit: RUN_ENTRIES,
             window_bits: c,
             windows,
             every,
@@ -340,7 +340,8 @@ where
         }
         // One part per thread, with equal numbers of nonzero scalars (a finish step's
         // assignment is mostly zeros, bunched in a few ranges of wires): each sums its own
-        // buckets over its own part of the table, in bounded pieces, and reduces them once.
+        // buckets over its own part of the table, a run of buckets at a time, and reduces them
+        // once.
         #[cfg(feature = "parallel")]
         let parts = rayon::current_num_threads().max(1);
         #[cfg(not(feature = "parallel"))]
@@ -358,7 +359,7 @@ where
         }
         bounds.push(scalars.len());
         // The parts share the working memory one MSM may hold.
-        let run_entries = (self.part_entries / parts).max(1);
+        let run_entries = (self.run_limit / parts).max(1);
         #[cfg(feature = "parallel")]
         let sums = {
             use rayon::prelude::*;
@@ -440,7 +441,7 @@ where
         for b in 1..bounds.len() {
             bounds[b] += bounds[b - 1];
         }
-        // Runs of consecutive buckets, at most `part_entries` entries each (or one bucket),
+        // Runs of consecutive buckets, at most `run_entries` entries each (or one bucket),
         // fetched and summed to their final sums.
         let mut runs = Vec::new(); // first bucket of each run, then the end
         let mut b0 = 0;
@@ -667,12 +668,12 @@ mod tests {
             for scalars in &scalar_sets {
                 let expected = Some(reference(&bases, scalars));
                 // In one run of buckets, and in runs of at most 1 and 7 entries.
-                for part_entries in [PART_ENTRIES, 1, 7] {
-                    msm.part_entries = part_entries;
+                for run_limit in [RUN_ENTRIES, 1, 7] {
+                    msm.run_limit = run_limit;
                     assert_eq!(
                         msm.msm(scalars).ok(),
                         expected,
-                        "c = {c}, k = {k}, {arithmetic:?}, runs of {part_entries}"
+                        "c = {c}, k = {k}, {arithmetic:?}, runs of {run_limit}"
                     );
                 }
                 // Buckets split three ways (and, for c = 2, more threads than buckets).

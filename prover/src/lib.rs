@@ -37,6 +37,6 @@ pub use error::ProverError;
 /// The IFMA lanes the bucket sums run on (the `field-lanes` crate, shared with the hasher).
 pub use field_lanes as lanes;
 pub use field_lanes::Arithmetic;
-pub use fixed_msm::{FixedBaseMsm, MsmConfig, PART_ENTRIES};
+pub use fixed_msm::{FixedBaseMsm, MsmConfig, RUN_ENTRIES};
 pub use groth16::{CircomProver, PartialParts, PartialProof, Row};
 pub use witness::{WitnessError, WitnessGraph};
