@@ -76,13 +76,6 @@ impl Fft {
     }
 }
 
-/// `x^e` for a small `e` (tests).
-#[cfg(test)]
-fn pow(x: Fr, e: u64) -> Fr {
-    use ark_ff::Field;
-    x.pow([e])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,7 +96,7 @@ mod tests {
             let shifted: Vec<Fr> = coefficients
                 .iter()
                 .enumerate()
-                .map(|(i, c)| *c * pow(shift, i as u64))
+                .map(|(i, c)| *c * ark_ff::Field::pow(&shift, [i as u64]))
                 .collect();
             assert_eq!(ours, shifted, "n = 2^{log_n}");
         }

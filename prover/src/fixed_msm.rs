@@ -40,6 +40,11 @@ pub const RUN_ENTRIES: usize = 1 << 15;
 /// A table row that does not exist: the base is the identity.
 const NO_ROW: u32 = u32::MAX;
 
+/// How many of `bases` are not the identity: the rows a table of them holds.
+pub(crate) fn finite_bases<P: GLVConfig>(bases: &[Affine<P>]) -> usize {
+    bases.iter().filter(|b| !b.infinity).count()
+}
+
 /// How a [`FixedBaseMsm`] trades table memory for work, and what arithmetic it sums with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MsmConfig {
@@ -263,7 +268,7 @@ where
     /// As [`new`](Self::new) would refuse `config`.
     pub fn table_bytes_for(bases: &[Affine<P>], config: MsmConfig) -> Result<usize, ProverError> {
         let Layout { lanes, stored, .. } = Self::layout(bases, config)?;
-        let bases = bases.iter().filter(|b| !b.infinity).count();
+        let bases = finite_bases(bases);
         let point = if lanes {
             2 * <P::BaseField as LaneField>::WORDS * size_of::<u64>()
         } else {

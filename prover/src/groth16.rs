@@ -16,6 +16,7 @@ use ark_std::rand::{CryptoRng, RngCore};
 use zeroize::Zeroizing;
 
 use crate::fft::Fft;
+use crate::fixed_msm::finite_bases;
 use crate::{FixedBaseMsm, MsmConfig, ProverConfig, ProverError};
 
 /// One constraint's linear combination: (coefficient, wire) pairs.
@@ -76,31 +77,27 @@ fn table_configs(
     pk: &ProvingKey<Bn254>,
     config: &ProverConfig,
 ) -> Result<([MsmConfig; 5], usize), ProverError> {
-    let finite = |bases: &[G1Affine]| bases.iter().filter(|b| !b.infinity).count();
     let bases = [
-        finite(&pk.a_query),
-        finite(&pk.b_g1_query),
-        pk.b_g2_query.iter().filter(|b| !b.infinity).count(),
-        finite(&pk.h_query),
-        finite(&pk.l_query),
+        finite_bases(&pk.a_query),
+        finite_bases(&pk.b_g1_query),
+        finite_bases(&pk.b_g2_query),
+        finite_bases(&pk.h_query),
+        finite_bases(&pk.l_query),
     ];
     let bytes = |i: usize, c: MsmConfig| table_bytes(pk, i, c);
-    if config.table_budget_bytes == 0 {
-        let configs = bases.map(|n| MsmConfig::bases_only(n, config.arithmetic));
-        let mut total = 0;
-        for (i, c) in configs.iter().enumerate() {
-            total += bytes(i, *c)?;
-        }
-        return Ok((configs, total));
-    }
-    let mut configs = bases.map(|n| MsmConfig::for_bases_with(n, config.arithmetic));
+    // A budget of 0 takes the bases alone, whatever they take.
+    let mut configs = if config.table_budget_bytes == 0 {
+        bases.map(|n| MsmConfig::bases_only(n, config.arithmetic))
+    } else {
+        bases.map(|n| MsmConfig::for_bases_with(n, config.arithmetic))
+    };
     loop {
         let mut sizes = [0_usize; 5];
         for (i, size) in sizes.iter_mut().enumerate() {
             *size = bytes(i, configs[i])?;
         }
         let total = sizes.iter().sum::<usize>();
-        if total <= config.table_budget_bytes {
+        if config.table_budget_bytes == 0 || total <= config.table_budget_bytes {
             return Ok((configs, total));
         }
         // The largest table that can still shrink, to its next smaller size.
